@@ -1,0 +1,83 @@
+/**
+ * Builds the Fastify app: strict body validation (unknown enum values and wrong types are 400,
+ * never silently coerced), ProblemDetails for every error, SOL `Version` header handling, auth,
+ * metrics and OpenAPI docs. Route modules stay thin and call services.
+ */
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { vnfmError } from '../errors.ts';
+import type { AppContext } from './context.ts';
+import { errorHandler, problem, sendProblem } from './problem.ts';
+import { registerVimRoutes } from './vims/routes.ts';
+import { registerVnflcmRoutes } from './vnflcm/routes.ts';
+import { registerVnfpkgmRoutes } from './vnfpkgm/routes.ts';
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+/** Creates the app (not listening). */
+export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const app = Fastify({
+    loggerInstance: ctx.log as unknown as FastifyBaseLogger,
+    logController: new LogController({ disableRequestLogging: true }),
+    bodyLimit: ctx.config.maxBodyBytes,
+    ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false } },
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  }) as unknown as FastifyInstance;
+
+  app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, body === '' ? undefined : JSON.parse(body as string));
+    } catch (e) {
+      const err = e as Error & { statusCode?: number };
+      err.statusCode = 400;
+      done(err, undefined);
+    }
+  });
+  app.addContentTypeParser(['application/zip', 'application/octet-stream', 'application/x-zip-compressed', 'multipart/form-data'], { parseAs: 'buffer', bodyLimit: ctx.config.maxPackageBytes }, (_req, body, done) => done(null, body));
+
+  app.setErrorHandler(errorHandler);
+  app.setNotFoundHandler((req, reply) => {
+    const path = req.url.split('?')[0] ?? '';
+    const allowed = METHODS.filter((m) => m !== req.method && app.findRoute({ method: m, url: path }) !== null);
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendProblem(reply, problem(405, 'Method Not Allowed', `method ${req.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
+    }
+    return sendProblem(reply, problem(404, 'Not Found', `no resource at ${path}`));
+  });
+
+  app.addHook('onRequest', async (req) => {
+    if (ctx.config.apiAuth !== 'token') return;
+    const url = req.url;
+    if (url === '/metrics' || url.startsWith('/docs') || url.startsWith(ctx.config.faultNotification.prefix)) return;
+    const h = req.headers;
+    const token = (h['x-auth-token'] as string | undefined) ?? (typeof h.authorization === 'string' && h.authorization.startsWith('Bearer ') ? h.authorization.slice(7) : undefined);
+    if (!token || !ctx.config.apiTokens.includes(token)) throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'a valid X-Auth-Token or Bearer token is required');
+  });
+  app.addHook('onResponse', async (req, reply) => {
+    ctx.metrics.httpRequests.inc({ method: req.method, route: req.routeOptions.url ?? 'unknown', status: `${Math.floor(reply.statusCode / 100)}xx` });
+    req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      info: { title: 'VNF Manager API', description: 'ETSI NFV-SOL002/SOL003 VNF LCM (v1 and v2), VNF packages, VIMs, fault intake', version: '0.1.0' },
+    },
+  });
+  await app.register(swaggerUi, { routePrefix: '/docs' });
+
+  app.get('/metrics', { schema: { hide: true } }, async (_req, reply) => {
+    reply.type(ctx.metrics.registry.contentType);
+    return ctx.metrics.registry.metrics();
+  });
+  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+
+  await registerVnfpkgmRoutes(app, ctx);
+  await registerVimRoutes(app, ctx);
+  await registerVnflcmRoutes(app, ctx, 'v1');
+  await registerVnflcmRoutes(app, ctx, 'v2');
+  for (const r of ctx.extraRoutes ?? []) await r(app);
+  return app;
+}

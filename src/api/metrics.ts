@@ -1,0 +1,35 @@
+/**
+ * Prometheus metrics of the VNFM, one registry per app instance (so several apps in one test
+ * process do not collide). Counters are initialised at zero for every known label value so that
+ * dashboards see a series before the first event.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+
+/** Every metric the VNFM exposes at `/metrics`. */
+export class VnfmMetrics {
+  readonly registry = new Registry();
+  readonly httpRequests = new Counter({ name: 'vnfm_http_requests_total', help: 'HTTP requests by route and status class', labelNames: ['method', 'route', 'status'] as const, registers: [this.registry] });
+  readonly lcmOps = new Counter({ name: 'vnfm_lcm_operations_total', help: 'LCM operations finished, by operation and final state', labelNames: ['operation', 'result'] as const, registers: [this.registry] });
+  readonly lcmOpDuration = new Histogram({ name: 'vnfm_lcm_operation_duration_seconds', help: 'Accepted to final state', labelNames: ['operation'] as const, buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
+  readonly lcmInflight = new Gauge({ name: 'vnfm_lcm_op_inflight', help: 'Operations being executed by this process', registers: [this.registry] });
+  readonly heals = new Counter({ name: 'vnfm_heal_total', help: 'Heal operations by trigger and result', labelNames: ['trigger', 'result'] as const, registers: [this.registry] });
+  readonly notifications = new Counter({ name: 'vnfm_notifications_delivery_total', help: 'Notification delivery attempts by result', labelNames: ['result'] as const, registers: [this.registry] });
+  readonly notificationsPending = new Gauge({ name: 'vnfm_notifications_pending', help: 'Notifications waiting in the outbox', registers: [this.registry] });
+  readonly faultNotifications = new Counter({ name: 'vnfm_fault_notifications_total', help: 'Fault notifications received, by result', labelNames: ['result'] as const, registers: [this.registry] });
+  readonly healBatches = new Counter({ name: 'vnfm_autoheal_batches_total', help: 'Auto-heal batches by outcome', labelNames: ['result'] as const, registers: [this.registry] });
+  readonly autohealSuppressed = new Counter({ name: 'vnfm_autoheal_suppressed_total', help: 'Auto-heals suppressed, by reason', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly packages = new Counter({ name: 'vnfm_package_onboarding_total', help: 'Package onboardings by result', labelNames: ['result'] as const, registers: [this.registry] });
+
+  constructor(opts: { defaultMetrics?: boolean } = {}) {
+    if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'vnfm_process_' });
+    for (const op of ['INSTANTIATE', 'SCALE', 'HEAL', 'TERMINATE', 'MODIFY_INFO']) {
+      for (const r of ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']) this.lcmOps.inc({ operation: op, result: r }, 0);
+    }
+    for (const t of ['manual', 'auto']) for (const r of ['COMPLETED', 'FAILED_TEMP']) this.heals.inc({ trigger: t, result: r }, 0);
+    for (const r of ['delivered', 'failed', 'dead']) this.notifications.inc({ result: r }, 0);
+    for (const r of ['accepted', 'ignored', 'rejected']) this.faultNotifications.inc({ result: r }, 0);
+    for (const r of ['healed', 'suppressed', 'failed', 'waiting']) this.healBatches.inc({ result: r }, 0);
+    for (const r of ['max_unhealthy', 'frequency', 'disabled']) this.autohealSuppressed.inc({ reason: r }, 0);
+    for (const r of ['ONBOARDED', 'ERROR']) this.packages.inc({ result: r }, 0);
+  }
+}

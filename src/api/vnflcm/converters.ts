@@ -1,0 +1,103 @@
+/**
+ * Shape converters: one stored model, two API versions. v2 follows SOL 3.3.1 (vimConnectionInfo
+ * map, vnfcInfo, vnfVirtualLinkResourceInfo), v1 follows SOL 2.6.1 (vimConnectionInfo array,
+ * virtualLinkResourceInfo, vnfPkgId). Nothing else in the code knows the differences.
+ */
+import type { OpOccRecord } from '../../model/op-occ.ts';
+import type { VnfInstanceRecord } from '../../model/vnf-instance.ts';
+
+/** API version of a facade. */
+export type ApiVersion = 'v1' | 'v2';
+
+function defined(o: Record<string, unknown>): Record<string, unknown> {
+  for (const k of Object.keys(o)) if (o[k] === undefined || o[k] === null) delete o[k];
+  return o;
+}
+
+/** VnfInstance body for the given API version. */
+export function instanceToApi(i: VnfInstanceRecord, v: ApiVersion, publicUrl: string): Record<string, unknown> {
+  const base = `${publicUrl}/vnflcm/${v}/vnf_instances/${i.id}`;
+  const links: Record<string, { href: string }> = { self: { href: base } };
+  if (i.instantiationState === 'NOT_INSTANTIATED') links.instantiate = { href: `${base}/instantiate` };
+  else {
+    for (const [k, p] of [
+      ['terminate', 'terminate'],
+      ['scale', 'scale'],
+      ['scaleToLevel', 'scale_to_level'],
+      ['heal', 'heal'],
+      ['changeExtConn', 'change_ext_conn'],
+    ] as const)
+      links[k] = { href: `${base}/${p}` };
+  }
+  const body: Record<string, unknown> = {
+    id: i.id,
+    vnfInstanceName: i.vnfInstanceName ?? undefined,
+    vnfInstanceDescription: i.vnfInstanceDescription ?? undefined,
+    vnfdId: i.vnfdId,
+    vnfProvider: i.vnfProvider,
+    vnfProductName: i.vnfProductName,
+    vnfSoftwareVersion: i.vnfSoftwareVersion,
+    vnfdVersion: i.vnfdVersion,
+  };
+  if (v === 'v1') body.vnfPkgId = i.vnfPkgId;
+  if (i.vnfConfigurableProperties) body.vnfConfigurableProperties = i.vnfConfigurableProperties;
+  const vci = Object.entries(i.vimConnectionInfo ?? {});
+  if (v === 'v2') {
+    if (vci.length) body.vimConnectionInfo = Object.fromEntries(vci.map(([k, c]) => [k, defined({ vimId: c.vimId, vimType: c.vimType, interfaceInfo: c.interfaceInfo, extra: c.extra && Object.keys(c.extra).length ? c.extra : undefined })]));
+  } else {
+    body.vimConnectionInfo = vci.map(([k, c]) => defined({ id: k, vimId: c.vimId, vimType: c.vimType, interfaceInfo: c.interfaceInfo, extra: c.extra && Object.keys(c.extra).length ? c.extra : undefined }));
+  }
+  body.instantiationState = i.instantiationState;
+  if (i.instantiationState === 'INSTANTIATED' && i.instantiatedVnfInfo) body.instantiatedVnfInfo = v === 'v2' ? i.instantiatedVnfInfo : instantiatedInfoToV1(i.instantiatedVnfInfo);
+  if (i.metadata) body.metadata = i.metadata;
+  if (i.extensions) body.extensions = i.extensions;
+  body._links = links;
+  return defined(body);
+}
+
+function instantiatedInfoToV1(info: NonNullable<VnfInstanceRecord['instantiatedVnfInfo']>): Record<string, unknown> {
+  const { vnfVirtualLinkResourceInfo, vnfcInfo, maxScaleLevels, ...rest } = info;
+  const out: Record<string, unknown> = { ...rest };
+  if (vnfVirtualLinkResourceInfo) out.virtualLinkResourceInfo = vnfVirtualLinkResourceInfo.map(({ vnfVirtualLinkDescId, ...l }) => ({ ...l, virtualLinkDescId: vnfVirtualLinkDescId }));
+  if (info.vnfcResourceInfo) out.vnfcResourceInfo = info.vnfcResourceInfo.map((r) => ({ ...r, ...(r.storageResourceIds?.length ? {} : { storageResourceIds: undefined }) }));
+  if (info.extCpInfo && info.extCpInfo.length === 0) delete out.extCpInfo;
+  void vnfcInfo;
+  void maxScaleLevels;
+  return defined(out);
+}
+
+/** VnfLcmOpOcc body for the given API version. */
+export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Record<string, unknown> {
+  const base = `${publicUrl}/vnflcm/${v}`;
+  const self = `${base}/vnf_lcm_op_occs/${o.id}`;
+  const links: Record<string, { href: string }> = { self: { href: self }, vnfInstance: { href: `${base}/vnf_instances/${o.vnfInstanceId}` } };
+  if (o.grantId) links.grant = { href: `${publicUrl}/grant/v1/grants/${o.grantId}` };
+  if (o.operationState === 'FAILED_TEMP') {
+    links.retry = { href: `${self}/retry` };
+    links.rollback = { href: `${self}/rollback` };
+    links.fail = { href: `${self}/fail` };
+  }
+  if (v === 'v1' && o.operationState === 'PROCESSING') links.cancel = { href: `${self}/cancel` };
+  return defined({
+    id: o.id,
+    operationState: o.operationState,
+    stateEnteredTime: o.stateEnteredTime.toISOString(),
+    startTime: o.startTime.toISOString(),
+    vnfInstanceId: o.vnfInstanceId,
+    grantId: o.grantId ?? undefined,
+    operation: o.operation,
+    isAutomaticInvocation: o.isAutomaticInvocation,
+    operationParams: o.operationParams,
+    isCancelPending: o.isCancelPending,
+    cancelMode: o.cancelMode ?? undefined,
+    error: o.error ?? undefined,
+    resourceChanges: o.resourceChanges ?? undefined,
+    changedInfo: o.changedInfo ?? undefined,
+    _links: links,
+  });
+}
+
+/** Attributes excluded by default in list responses (SOL013 exclude_default). */
+export const INSTANCE_DEFAULT_EXCLUDED = ['vnfConfigurableProperties', 'vimConnectionInfo', 'instantiatedVnfInfo', 'metadata', 'extensions'];
+/** Attributes excluded by default in op occ list responses. */
+export const OPOCC_DEFAULT_EXCLUDED = ['operationParams', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity'];

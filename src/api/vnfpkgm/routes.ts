@@ -1,0 +1,120 @@
+/**
+ * VNF package management (`/vnfpkgm/v1`, SOL005 as Tacker has it) and the v2 onboarded-package
+ * lookup by vnfdId. Uploads are raw ZIP bodies (application/zip) or a multipart form with one file.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { zipSync } from 'fflate';
+import { Type } from 'typebox';
+import { vnfmError } from '../../errors.ts';
+import type { PackageRecord } from '../../packages/package-service.ts';
+import type { AppContext } from '../context.ts';
+import { sendList } from '../sol/list.ts';
+
+/** VnfPkgInfo body. */
+export function packageToApi(p: PackageRecord, publicUrl: string): Record<string, unknown> {
+  const self = `${publicUrl}/vnfpkgm/v1/vnf_packages/${p.id}`;
+  const body: Record<string, unknown> = { id: p.id };
+  if (p.vnfdId) Object.assign(body, { vnfdId: p.vnfdId, vnfProvider: p.vnfProvider, vnfProductName: p.vnfProductName, vnfSoftwareVersion: p.vnfSoftwareVersion, vnfdVersion: p.vnfdVersion });
+  if (p.checksum) body.checksum = p.checksum;
+  body.softwareImages = [];
+  body.additionalArtifacts = [];
+  body.onboardingState = p.onboardingState;
+  body.operationalState = p.operationalState;
+  body.usageState = p.usageState;
+  body.userDefinedData = p.userDefinedData;
+  if (p.onboardingState === 'ERROR' && p.onboardingError) body.onboardingFailureDetails = { title: 'Onboarding failed', status: 422, detail: p.onboardingError };
+  body._links = { self: { href: self }, ...(p.vnfdId ? { vnfd: { href: `${self}/vnfd` } } : {}), packageContent: { href: `${self}/package_content` } };
+  return body;
+}
+
+/** Extracts the first file of a multipart/form-data body. */
+export function firstMultipartFile(body: Buffer, contentType: string): Buffer {
+  const m = /boundary=("?)([^";]+)\1/i.exec(contentType);
+  if (!m) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'multipart body without boundary');
+  const boundary = Buffer.from(`--${m[2]}`);
+  const start = body.indexOf(boundary);
+  if (start < 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'multipart body is malformed');
+  const headerEnd = body.indexOf('\r\n\r\n', start);
+  if (headerEnd < 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'multipart body is malformed');
+  const next = body.indexOf(boundary, headerEnd + 4);
+  if (next < 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'multipart body is not terminated');
+  return body.subarray(headerEnd + 4, next - 2);
+}
+
+const PKG_ATTRS = ['id', 'vnfdId', 'vnfProvider', 'vnfProductName', 'vnfSoftwareVersion', 'vnfdVersion', 'checksum', 'softwareImages', 'additionalArtifacts', 'onboardingState', 'operationalState', 'usageState', 'userDefinedData', 'onboardingFailureDetails', '_links'];
+const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
+
+/** Registers the package routes. */
+export async function registerVnfpkgmRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
+  const sendVnfd = async (id: string, req: FastifyRequest, reply: FastifyReply) => {
+    const p = await ctx.packages.get(id);
+    if (p.onboardingState !== 'ONBOARDED' || !p.vnfd) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is not onboarded (onboardingState ${p.onboardingState})`);
+    const files = await ctx.packages.files(id);
+    const accept = String(req.headers.accept ?? '');
+    const entry = (p.vnfd as { entryDefinitions?: string }).entryDefinitions;
+    const defs = [...files.keys()].filter((f) => f.startsWith('Definitions/') || f.startsWith('TOSCA-Metadata/'));
+    if (accept.includes('text/plain') && !accept.includes('application/zip')) {
+      const yamlDefs = defs.filter((f) => f.startsWith('Definitions/'));
+      if (yamlDefs.length !== 1 || !entry) throw vnfmError('VNFM_ERR_API_NOT_ACCEPTABLE', 'the VNFD consists of several files; ask for application/zip');
+      return reply.type('text/plain').send(files.get(entry));
+    }
+    const zip = zipSync(Object.fromEntries(defs.map((f) => [f, new Uint8Array(files.get(f) as Buffer)])));
+    return reply.type('application/zip').send(Buffer.from(zip));
+  };
+  const sendContent = async (id: string, reply: FastifyReply) => reply.type('application/zip').send(await ctx.packages.content(id));
+
+  await app.register(
+    async (r) => {
+      r.post('/vnf_packages', { schema: { body: Type.Optional(Type.Object({ userDefinedData: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { additionalProperties: false })), tags: ['vnfpkgm'] } }, async (req, reply) => {
+        const b = (req.body ?? {}) as { userDefinedData?: Record<string, unknown> };
+        const p = await ctx.packages.create(b.userDefinedData ?? {});
+        reply.code(201).header('location', `${ctx.config.publicUrl}/vnfpkgm/v1/vnf_packages/${p.id}`);
+        return packageToApi(p, ctx.config.publicUrl);
+      });
+      r.get('/vnf_packages', { schema: { tags: ['vnfpkgm'] } }, async (req, reply) => {
+        const items = (await ctx.packages.list()).map((p) => packageToApi(p, ctx.config.publicUrl));
+        return sendList(req, reply, items, { defaultExcluded: ['softwareImages', 'additionalArtifacts', 'userDefinedData', 'checksum', 'onboardingFailureDetails'], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnfpkgm/v1/vnf_packages`, knownAttributes: PKG_ATTRS });
+      });
+      r.get('/vnf_packages/:id', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req) => packageToApi(await ctx.packages.get((req.params as { id: string }).id), ctx.config.publicUrl));
+      r.patch(
+        '/vnf_packages/:id',
+        {
+          schema: {
+            params: IdParams,
+            body: Type.Object({ operationalState: Type.Optional(Type.Union([Type.Literal('ENABLED'), Type.Literal('DISABLED')])), userDefinedData: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { additionalProperties: false, minProperties: 1 }),
+            tags: ['vnfpkgm'],
+          },
+        },
+        async (req) => ctx.packages.modify((req.params as { id: string }).id, req.body as never),
+      );
+      r.delete('/vnf_packages/:id', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => {
+        await ctx.packages.delete((req.params as { id: string }).id);
+        return reply.code(204).send();
+      });
+      r.put('/vnf_packages/:id/package_content', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => {
+        const ct = String(req.headers['content-type'] ?? '');
+        if (!Buffer.isBuffer(req.body)) throw vnfmError('VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE', 'package content must be sent as application/zip (or multipart/form-data with one file)');
+        const zip = ct.startsWith('multipart/form-data') ? firstMultipartFile(req.body, ct) : req.body;
+        await ctx.packages.upload((req.params as { id: string }).id, zip);
+        return reply.code(202).send();
+      });
+      r.get('/vnf_packages/:id/package_content', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendContent((req.params as { id: string }).id, reply));
+      r.get('/vnf_packages/:id/vnfd', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendVnfd((req.params as { id: string }).id, req, reply));
+      r.get('/onboarded_vnf_packages/:id', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req) => packageToApi(await ctx.packages.getOnboardedByVnfdId((req.params as { id: string }).id), ctx.config.publicUrl));
+      r.get('/onboarded_vnf_packages/:id/vnfd', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendVnfd((await ctx.packages.getOnboardedByVnfdId((req.params as { id: string }).id)).id, req, reply));
+      r.get('/onboarded_vnf_packages/:id/package_content', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendContent((await ctx.packages.getOnboardedByVnfdId((req.params as { id: string }).id)).id, reply));
+    },
+    { prefix: '/vnfpkgm/v1' },
+  );
+  await app.register(
+    async (r) => {
+      r.get('/onboarded_vnf_packages/:id', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => {
+        reply.header('version', '2.1.0');
+        return packageToApi(await ctx.packages.getOnboardedByVnfdId((req.params as { id: string }).id), ctx.config.publicUrl);
+      });
+      r.get('/onboarded_vnf_packages/:id/vnfd', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendVnfd((await ctx.packages.getOnboardedByVnfdId((req.params as { id: string }).id)).id, req, reply));
+      r.get('/onboarded_vnf_packages/:id/package_content', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendContent((await ctx.packages.getOnboardedByVnfdId((req.params as { id: string }).id)).id, reply));
+    },
+    { prefix: '/vnfpkgm/v2' },
+  );
+}

@@ -1,0 +1,56 @@
+#!/usr/bin/env node
+/**
+ * The `vnfm` command. `vnfm start` runs the VNFM (embedded database and, unless --no-sim, the
+ * simulated cloud) on 127.0.0.1:9890 by default.
+ */
+import { Command } from 'commander';
+import { ConfigError, type ConfigInput, resolveConfig } from '../config.ts';
+import { startVnfm } from '../server.ts';
+
+const program = new Command();
+program.name('vnfm').description('ETSI NFV VNF Manager focused on healing');
+
+program
+  .command('start')
+  .description('run the VNFM (and the simulated cloud unless --no-sim)')
+  .option('-c, --config <file>', 'config file (JSON or YAML)')
+  .option('--host <host>', 'listen address')
+  .option('-p, --port <port>', 'listen port')
+  .option('--public-url <url>', 'base URL clients use to reach the VNFM')
+  .option('--data-dir <dir>', 'embedded database directory')
+  .option('--database-url <url>', 'PostgreSQL URL (instead of the embedded database)')
+  .option('--log-level <level>', 'log level (trace, debug, info, warn, error)')
+  .option('--no-sim', 'do not start the simulated cloud')
+  .action(async (o: Record<string, string | boolean | undefined>) => {
+    const flags: ConfigInput = {};
+    if (o.host) flags.host = o.host as string;
+    if (o.port) flags.port = Number(o.port);
+    if (o.publicUrl) flags.publicUrl = o.publicUrl as string;
+    if (o.dataDir) flags.dataDir = o.dataDir as string;
+    if (o.databaseUrl) flags.databaseUrl = o.databaseUrl as string;
+    if (o.logLevel) flags.logLevel = o.logLevel as string;
+    if (o.sim === false) flags.sim = false;
+    let config: ReturnType<typeof resolveConfig>;
+    try {
+      config = resolveConfig({ file: o.config as string | undefined, env: process.env, flags });
+    } catch (e) {
+      if (e instanceof ConfigError) {
+        console.error(`configuration error: ${e.message}`);
+        process.exit(2);
+      }
+      throw e;
+    }
+    const vnfm = await startVnfm(config);
+    let stopping = false;
+    const stop = async (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      vnfm.ctx.log.info({ signal }, 'stopping');
+      await vnfm.close();
+      process.exit(0);
+    };
+    process.on('SIGINT', () => void stop('SIGINT'));
+    process.on('SIGTERM', () => void stop('SIGTERM'));
+  });
+
+await program.parseAsync(process.argv);

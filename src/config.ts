@@ -1,0 +1,249 @@
+/**
+ * The one options module of the VNFM. Every setting has a default here; a config file (JSON or
+ * YAML) overrides defaults, environment variables (`VNFM_*`) override the file, and command-line
+ * flags override everything. Nothing else in the code reads `process.env`, so what the process runs
+ * with is always what {@link resolveConfig} printed.
+ */
+import { readFileSync } from 'node:fs';
+import { parse as parseYaml } from 'yaml';
+
+/** Options of the VNFM process. */
+export interface VnfmConfig {
+  /** Listen address. @default '127.0.0.1' */
+  host: string;
+  /** Listen port. @default 9890 (Tacker's port, so `openstack vnflcm` finds us) */
+  port: number;
+  /** Base URL clients reach us at, used in `Location`, `_links` and callback URLs. @default `http://{host}:{port}` */
+  publicUrl: string;
+  /** Directory of the embedded database and the generated secret key. @default './data' */
+  dataDir: string;
+  /** PostgreSQL URL; when set, PostgreSQL is used instead of the embedded PGlite. @default undefined */
+  databaseUrl: string | undefined;
+  /** pino level. @default 'info' */
+  logLevel: string;
+  /** 32-byte key (hex or base64) for secrets at rest; generated into dataDir when absent. */
+  secretKey: string | undefined;
+  /** Page size of list endpoints (0 = no paging). @default 100 */
+  pageSize: number;
+  /** Max JSON body size in bytes. @default 1_000_000 */
+  maxBodyBytes: number;
+  /** Max VNF package upload size in bytes. @default 512 MiB */
+  maxPackageBytes: number;
+  /** API authentication: 'none' (lab), or 'token' (X-Auth-Token / Bearer must be one of `apiTokens`). @default 'none' */
+  apiAuth: 'none' | 'token';
+  /** Accepted API tokens when `apiAuth` is 'token'. */
+  apiTokens: string[];
+  /** Start the simulated cloud (OpenStack, Kubernetes, Server Notifier) and register it as default VIMs. @default true */
+  sim: boolean;
+  /** Op runner. */
+  runner: {
+    /** Worker id (unique per process). @default `${hostname}-${pid}` */
+    workerId: string;
+    /** Lease duration. @default 30000 */
+    leaseMs: number;
+    /** Poll interval when idle (new work also wakes the runner at once). @default 500 */
+    pollMs: number;
+    /** Max concurrent operations in this process. @default 8 */
+    concurrency: number;
+  };
+  /** Notification delivery. */
+  notifications: {
+    /** Per-delivery timeout. @default 10000 */
+    timeoutMs: number;
+    /** Attempts before a delivery is marked dead. @default 10 */
+    maxAttempts: number;
+    /** First back-off; doubles per attempt up to maxBackoffMs. @default 500 */
+    backoffMs: number;
+    /** @default 60000 */
+    maxBackoffMs: number;
+    /** Send GET to the callback URI at subscription time and require 204. @default true */
+    testCallback: boolean;
+  };
+  /** Grants toward an NFVO. */
+  grants: {
+    /** 'local' grants everything; 'external' calls an NFVO. @default 'local' */
+    mode: 'local' | 'external';
+    /** NFVO base URL (the grant API is `{endpoint}/grant/v1/grants`). */
+    endpoint: string | undefined;
+    /** OAuth2 token endpoint (client credentials). */
+    tokenEndpoint: string | undefined;
+    clientId: string | undefined;
+    clientSecret: string | undefined;
+    /** Use HTTP basic with clientId/clientSecret instead of OAuth2. @default false */
+    basicAuth: boolean;
+    /** Max time to wait for an asynchronous (202) grant. @default 60000 */
+    asyncTimeoutMs: number;
+  };
+  /** Fault notifications from a Server Notifier (auto-heal). */
+  faultNotification: {
+    /** @default true */
+    enabled: boolean;
+    /** @default '/server_notification' */
+    prefix: string;
+    /** Packing window. @default 20000 */
+    windowMs: number;
+    /** Receiver auth: 'none' | 'bearer' | 'basic'. @default 'none' */
+    auth: 'none' | 'bearer' | 'basic';
+    /** Bearer token, or 'user:password' for basic. */
+    credential: string | undefined;
+  };
+  /** Timeouts of VIM operations. */
+  vim: {
+    /** Heat stack operation timeout. @default 1200000 */
+    stackTimeoutMs: number;
+    /** Kubernetes readiness timeout. @default 500000 */
+    kubernetesWaitMs: number;
+  };
+}
+
+/** Defaults; see the TSDoc of each field. */
+export function defaultConfig(): VnfmConfig {
+  return {
+    host: '127.0.0.1',
+    port: 9890,
+    publicUrl: '',
+    dataDir: './data',
+    databaseUrl: undefined,
+    logLevel: 'info',
+    secretKey: undefined,
+    pageSize: 100,
+    maxBodyBytes: 1_000_000,
+    maxPackageBytes: 512 * 1024 * 1024,
+    apiAuth: 'none',
+    apiTokens: [],
+    sim: true,
+    runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8 },
+    notifications: { timeoutMs: 10_000, maxAttempts: 10, backoffMs: 500, maxBackoffMs: 60_000, testCallback: true },
+    grants: {
+      mode: 'local',
+      endpoint: undefined,
+      tokenEndpoint: undefined,
+      clientId: undefined,
+      clientSecret: undefined,
+      basicAuth: false,
+      asyncTimeoutMs: 60_000,
+    },
+    faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
+    vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000 },
+  };
+}
+
+/** A partial config, as read from a file, the environment or flags. */
+export type ConfigInput = DeepPartial<VnfmConfig>;
+type DeepPartial<T> = { [K in keyof T]?: T[K] extends object ? (T[K] extends unknown[] ? T[K] : DeepPartial<T[K]>) : T[K] };
+
+/** Raised when the configuration is invalid; the message names the setting. */
+export class ConfigError extends Error {}
+
+const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']> = {
+  VNFM_HOST: ['host', 'string'],
+  VNFM_PORT: ['port', 'number'],
+  VNFM_PUBLIC_URL: ['publicUrl', 'string'],
+  VNFM_DATA_DIR: ['dataDir', 'string'],
+  VNFM_DATABASE_URL: ['databaseUrl', 'string'],
+  VNFM_LOG_LEVEL: ['logLevel', 'string'],
+  VNFM_SECRET_KEY: ['secretKey', 'string'],
+  VNFM_PAGE_SIZE: ['pageSize', 'number'],
+  VNFM_API_AUTH: ['apiAuth', 'string'],
+  VNFM_API_TOKENS: ['apiTokens', 'list'],
+  VNFM_SIM: ['sim', 'boolean'],
+  VNFM_WORKER_ID: ['runner.workerId', 'string'],
+  VNFM_GRANT_MODE: ['grants.mode', 'string'],
+  VNFM_GRANT_ENDPOINT: ['grants.endpoint', 'string'],
+  VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
+  VNFM_GRANT_CLIENT_ID: ['grants.clientId', 'string'],
+  VNFM_GRANT_CLIENT_SECRET: ['grants.clientSecret', 'string'],
+  VNFM_FAULT_WINDOW_MS: ['faultNotification.windowMs', 'number'],
+  VNFM_FAULT_AUTH: ['faultNotification.auth', 'string'],
+  VNFM_FAULT_CREDENTIAL: ['faultNotification.credential', 'string'],
+};
+
+/** Reads the `VNFM_*` variables of `env` into a partial config. */
+export function configFromEnv(env: Record<string, string | undefined>): ConfigInput {
+  const out: Record<string, unknown> = {};
+  for (const [name, [path, type]] of Object.entries(ENV_MAP)) {
+    const raw = env[name];
+    if (raw === undefined || raw === '') continue;
+    let value: unknown = raw;
+    if (type === 'number') {
+      value = Number(raw);
+      if (!Number.isFinite(value)) throw new ConfigError(`${name}: not a number: ${raw}`);
+    } else if (type === 'boolean') {
+      if (!['0', '1', 'true', 'false'].includes(raw)) throw new ConfigError(`${name}: expected true/false/1/0, got ${raw}`);
+      value = raw === '1' || raw === 'true';
+    } else if (type === 'list') {
+      value = raw.split(',').map((s) => s.trim()).filter(Boolean);
+    }
+    setPath(out, path, value);
+  }
+  return out as ConfigInput;
+}
+
+/** Reads a JSON or YAML config file. */
+export function configFromFile(path: string): ConfigInput {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (e) {
+    throw new ConfigError(`cannot read config file ${path}: ${(e as Error).message}`);
+  }
+  try {
+    const v = path.endsWith('.json') ? JSON.parse(text) : parseYaml(text);
+    if (v !== null && typeof v !== 'object') throw new Error('top level must be a mapping');
+    return (v ?? {}) as ConfigInput;
+  } catch (e) {
+    throw new ConfigError(`config file ${path}: ${(e as Error).message}`);
+  }
+}
+
+function setPath(obj: Record<string, unknown>, path: string, value: unknown): void {
+  const parts = path.split('.');
+  let cur = obj;
+  for (const p of parts.slice(0, -1)) {
+    cur[p] ??= {};
+    cur = cur[p] as Record<string, unknown>;
+  }
+  cur[parts[parts.length - 1] as string] = value;
+}
+
+function merge<T>(base: T, over: unknown): T {
+  if (over === undefined || over === null || typeof over !== 'object' || Array.isArray(over)) return base;
+  const out = { ...(base as Record<string, unknown>) };
+  for (const [k, v] of Object.entries(over as Record<string, unknown>)) {
+    if (!(k in out)) throw new ConfigError(`unknown setting: ${k}`);
+    const cur = out[k];
+    if (v !== null && typeof v === 'object' && !Array.isArray(v) && cur !== null && typeof cur === 'object' && !Array.isArray(cur)) {
+      out[k] = merge(cur, v);
+    } else {
+      out[k] = v;
+    }
+  }
+  return out as T;
+}
+
+/**
+ * Layers defaults < file < env < flags, fills derived defaults and validates. Throws
+ * {@link ConfigError} naming the first bad setting.
+ */
+export function resolveConfig(layers: { file?: string | undefined; env?: Record<string, string | undefined>; flags?: ConfigInput } = {}): VnfmConfig {
+  let cfg = defaultConfig();
+  const filePath = layers.file ?? layers.env?.VNFM_CONFIG;
+  if (filePath) cfg = merge(cfg, configFromFile(filePath));
+  if (layers.env) cfg = merge(cfg, configFromEnv(layers.env));
+  if (layers.flags) cfg = merge(cfg, layers.flags);
+  if (!Number.isInteger(cfg.port) || cfg.port < 0 || cfg.port > 65535) throw new ConfigError(`port: must be 0-65535, got ${cfg.port}`);
+  if (!Number.isInteger(cfg.pageSize) || cfg.pageSize < 0) throw new ConfigError(`pageSize: must be >= 0`);
+  if (!['none', 'token'].includes(cfg.apiAuth)) throw new ConfigError(`apiAuth: must be none or token`);
+  if (cfg.apiAuth === 'token' && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
+  if (!['local', 'external'].includes(cfg.grants.mode)) throw new ConfigError('grants.mode: must be local or external');
+  if (cfg.grants.mode === 'external' && !cfg.grants.endpoint) throw new ConfigError('grants.endpoint is required when grants.mode is external');
+  if (!['none', 'bearer', 'basic'].includes(cfg.faultNotification.auth)) throw new ConfigError('faultNotification.auth: none, bearer or basic');
+  if (cfg.faultNotification.auth !== 'none' && !cfg.faultNotification.credential) throw new ConfigError('faultNotification.credential is required with auth');
+  if (!cfg.faultNotification.prefix.startsWith('/')) throw new ConfigError('faultNotification.prefix must start with /');
+  if (cfg.faultNotification.windowMs < 0) throw new ConfigError('faultNotification.windowMs must be >= 0');
+  if (cfg.databaseUrl && !/^postgres(ql)?:\/\//.test(cfg.databaseUrl)) throw new ConfigError('databaseUrl must be a postgres:// URL');
+  if (!cfg.runner.workerId) cfg.runner.workerId = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
+  if (!cfg.publicUrl) cfg.publicUrl = `http://${cfg.host === '0.0.0.0' ? '127.0.0.1' : cfg.host}:${cfg.port}`;
+  cfg.publicUrl = cfg.publicUrl.replace(/\/+$/, '');
+  return cfg;
+}

@@ -1,0 +1,147 @@
+/**
+ * The contract between the LCM engine and a VIM. Every VIM type (OpenStack/Heat, Kubernetes, test
+ * fakes) implements this same interface with the same file set. Drivers act, then report what the
+ * VIM *really* has ({@link InfraDriver.observe}); the engine rebuilds instance info from that,
+ * never from what it asked for.
+ *
+ * Drivers must be resumable: the engine may call the same method again after a crash or a retry.
+ * `ctx.state` is persisted by `ctx.checkpoint()`, so a driver records what it already did (e.g.
+ * "marked unhealthy: VDU1-abc", "stack update started") and skips it on the next call.
+ */
+import type { Logger } from 'pino';
+import type { VnfmConfig } from '../config.ts';
+import type { OpOccRecord } from '../model/op-occ.ts';
+import type { VnfcInfo, VnfcResourceInfo, VirtualStorageResourceInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
+import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
+import type { VimConnection } from '../vims/vim-registry.ts';
+
+/** Everything a driver call may need. */
+export interface InfraContext {
+  /** The instance as stored before this operation (instantiatedVnfInfo is the last observed). */
+  instance: VnfInstanceRecord;
+  /** The op occ being executed. */
+  opOcc: OpOccRecord;
+  vnfd: VnfPackageModel;
+  flavour: FlavourModel;
+  /** The VIM connection (with credentials) the VNF runs on. */
+  vim: VimConnection;
+  /** Package files (lazy: read on first call, cached for the op). */
+  files(): Promise<Map<string, Buffer>>;
+  /** The grant of this operation (local NFVO: everything granted), or null. */
+  grant: Record<string, unknown> | null;
+  /** Driver-private, persisted state of this op (survives crash / retry). */
+  state: Record<string, unknown>;
+  /** Persists `state` now. Call after each externally visible action. */
+  checkpoint(): Promise<void>;
+  /** Scale levels per aspect the VNF should be at after this operation. */
+  targetScaleLevels: Record<string, number>;
+  /** Number of instances per VDU the VNF should have after this operation. */
+  targetVduCounts: Record<string, number>;
+  log: Logger;
+  config: VnfmConfig;
+  /** The VNFM's public URL (for callbacks). */
+  publicUrl: string;
+}
+
+/** A heal target, resolved by the engine from the request. */
+export interface HealTarget {
+  vnfcInfo: VnfcInfo;
+  vnfcResourceInfo: VnfcResourceInfo;
+}
+
+/** Heal request after validation. */
+export interface HealPlan {
+  /** VNFCs to heal; empty with `entire` true = the whole VNF. */
+  targets: HealTarget[];
+  /** Heal the whole VNF (SOL003 heal without VNFC ids and `all: true`, or v1 SOL003 heal). */
+  entire: boolean;
+  /** Also heal the storage of the targets (`additionalParams.all`). */
+  includeStorage: boolean;
+  additionalParams: Record<string, unknown>;
+  cause?: string;
+}
+
+/** Scale request after validation. */
+export interface ScalePlan {
+  type: 'SCALE_OUT' | 'SCALE_IN';
+  aspectId: string;
+  numberOfSteps: number;
+  fromLevel: number;
+  toLevel: number;
+  additionalParams: Record<string, unknown>;
+}
+
+/** One VNFC as the VIM reports it. */
+export interface ObservedVnfc {
+  vduId: string;
+  computeResource: { resourceId: string; vimLevelResourceType: string; resourceProviderId?: string };
+  zoneId?: string;
+  /**
+   * A key that stays the same when the VIM replaces the resource (Heat resource path, StatefulSet
+   * ordinal, singleton Pod name). Lets the engine keep the VNFC's id across heals.
+   */
+  stableKey?: string;
+  /** Storage attached to this VNFC (resource ids of {@link ObservedStorage}). */
+  storageResourceIds?: string[];
+  cps?: { cpdId: string; resourceId?: string; ipAddresses?: string[] }[];
+  /** VIM location details kept in vnfcResourceInfo.metadata (stack name/id, parent, pod kind...). */
+  metadata?: Record<string, unknown>;
+  /** True when the resource is not healthy right now (ERROR server, failed pod). */
+  unhealthy?: boolean;
+}
+
+/** One storage resource as the VIM reports it. */
+export interface ObservedStorage {
+  virtualStorageDescId: string;
+  resourceId: string;
+  vimLevelResourceType: string;
+  stableKey?: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** One internal virtual link as the VIM reports it. */
+export interface ObservedVirtualLink {
+  vnfVirtualLinkDescId: string;
+  resourceId: string;
+  vimLevelResourceType: string;
+  metadata?: Record<string, unknown>;
+}
+
+/** What the VIM has now for one VNF instance. */
+export interface ObservedResources {
+  vnfcs: ObservedVnfc[];
+  storages: ObservedStorage[];
+  virtualLinks: ObservedVirtualLink[];
+  /** Goes to instantiatedVnfInfo.metadata (e.g. stack id, namespace). */
+  metadata?: Record<string, unknown>;
+}
+
+/** The operations every VIM type implements. */
+export interface InfraDriver {
+  /** VIM types this driver serves (SOL vimType values). */
+  readonly vimTypes: readonly string[];
+  instantiate(ctx: InfraContext, req: Record<string, unknown>): Promise<void>;
+  terminate(ctx: InfraContext, req: Record<string, unknown>): Promise<void>;
+  scale(ctx: InfraContext, plan: ScalePlan): Promise<void>;
+  heal(ctx: InfraContext, plan: HealPlan): Promise<void>;
+  /** Reports the VIM's current resources of the instance. */
+  observe(ctx: InfraContext): Promise<ObservedResources>;
+  /** Undo a failed instantiate (delete whatever was created). */
+  rollbackInstantiate(ctx: InfraContext): Promise<void>;
+  /** Undo a failed scale-out (back to `plan.fromLevel`). */
+  rollbackScaleOut(ctx: InfraContext, plan: ScalePlan): Promise<void>;
+}
+
+/** Picks the driver for a VIM type. */
+export class InfraDriverRegistry {
+  private readonly drivers: InfraDriver[] = [];
+  register(d: InfraDriver): void {
+    this.drivers.unshift(d);
+  }
+  /** The driver for `vimType`, or undefined. */
+  find(vimType: string): InfraDriver | undefined {
+    return this.drivers.find((d) => d.vimTypes.includes(vimType));
+  }
+}
+
+export type { VirtualStorageResourceInfo };

@@ -1,0 +1,249 @@
+/**
+ * One error type for every failure talking to OpenStack (Keystone, Heat, Nova).
+ *
+ * Why its own class: the LCM engine must decide, from one place, whether a VIM failure is worth
+ * another try inside the step (`retryable`) or ends it (FAILED_TEMP), and operators must see what
+ * OpenStack actually said (Heat's `error.type` + message, Keystone's `error.message`). It extends
+ * the catalog {@link VnfmError}, so the API layer maps it like any other domain error, while the
+ * original OpenStack HTTP status stays available as {@link OpenStackError.status}.
+ *
+ * Messages never carry credentials or tokens: every text taken from a response or a URL goes
+ * through {@link redactSecrets} first.
+ */
+import { type ErrorCode, VnfmError } from '../../errors.ts';
+
+/** What went wrong, coarsely; lets callers branch without parsing messages. */
+export const OpenStackErrorKind = {
+  /** OpenStack answered with an unexpected HTTP status. */
+  http: 'http',
+  /** No answer within the per-request timeout. */
+  timeout: 'timeout',
+  /** TCP/TLS/DNS level failure (refused, reset, unreachable). */
+  connection: 'connection',
+  /** The service catalog has no matching endpoint. */
+  catalog: 'catalog',
+  /** The answer was not what the API documents (missing header, bad JSON). */
+  protocol: 'protocol',
+  /** A Heat stack reached a failure status while we waited for it. */
+  stackFailed: 'stack_failed',
+  /** A Heat stack did not reach the wanted status in time. */
+  waitTimeout: 'wait_timeout',
+  /** The caller cancelled (AbortSignal). */
+  aborted: 'aborted',
+} as const;
+/** See {@link OpenStackErrorKind}. */
+export type OpenStackErrorKind = (typeof OpenStackErrorKind)[keyof typeof OpenStackErrorKind];
+
+/** Everything needed to build an {@link OpenStackError}. */
+export interface OpenStackErrorInit {
+  /** Short service label: 'keystone', 'heat', 'nova' (or the catalog type of another service). */
+  service: string;
+  kind: OpenStackErrorKind;
+  /** Human-readable detail (redacted by the constructor). */
+  detail: string;
+  /** Whether trying the same thing again later may succeed. */
+  retryable: boolean;
+  /** HTTP status OpenStack answered, when there was an answer. */
+  status?: number;
+  method?: string;
+  /** Request URL (user info and query are dropped before it is kept). */
+  url?: string;
+  /** Heat's `error.type` (e.g. 'StackExists', 'ActionInProgress'), Keystone's/Nova's error title. */
+  errorType?: string;
+  /** Stack status and reason, for {@link OpenStackErrorKind.stackFailed} / `waitTimeout`. */
+  stackStatus?: string;
+  stackStatusReason?: string;
+  /** Extra strings to scrub from the message (the password, the current token). */
+  secrets?: readonly string[];
+  cause?: unknown;
+}
+
+/** The parts of an OpenStack error body that matter, whatever the service's body shape. */
+export interface ParsedOpenStackErrorBody {
+  /** The most specific message found (Heat `error.message`, Keystone `error.message`, Nova `<fault>.message`). */
+  message: string | undefined;
+  /** Machine-readable type (Heat `error.type`, or the Keystone/Heat `title`, or the Nova fault key). */
+  type: string | undefined;
+  /** Generic HTTP title ('Conflict', 'Not Found') when given. */
+  title: string | undefined;
+}
+
+const MAX_TEXT = 600;
+
+/**
+ * Removes credentials and tokens from a text that may end up in a log or an API answer.
+ * Why: OpenStack error bodies and our own messages can echo request parts; a password or
+ * a token in a log line is a security incident.
+ */
+export function redactSecrets(text: string, secrets: readonly string[] = []): string {
+  let out = text;
+  for (const s of secrets) {
+    if (s && s.length >= 4) out = out.split(s).join('***');
+  }
+  return out
+    .replace(/("(?:password|secret|token|passcode|credential|auth_token|application_credential_secret)"\s*:\s*)"(?:[^"\\]|\\.)*"/gi, '$1"***"')
+    .replace(/\b(x-auth-token|x-subject-token|authorization)(\s*[:=]\s*)(?:(?:bearer|basic|token)\s+)?[^\s,;"']+/gi, '$1$2***')
+    .replace(/\bgAAAAA[A-Za-z0-9_\-=]{20,}/g, '***')
+    .replace(/(\/\/)[^/@\s:]+:[^/@\s]+@/g, '$1***@');
+}
+
+/** Keeps scheme, host and path of a URL; drops user info and query string (they may hold secrets). */
+export function safeUrl(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.protocol}//${u.host}${u.pathname}`;
+  } catch {
+    return redactSecrets(url.split('?')[0] ?? '');
+  }
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
+}
+
+/**
+ * Reads the error text out of an OpenStack error body. Heat answers
+ * `{"code", "title", "explanation", "error": {"type", "message"?, "traceback"}}`, Keystone
+ * `{"error": {"code", "title", "message"}}`, Nova `{"itemNotFound": {"code", "message"}}`;
+ * anything else (HTML from a proxy, plain text) is reduced to its text.
+ */
+export function parseOpenStackErrorBody(text: string): ParsedOpenStackErrorBody {
+  const empty: ParsedOpenStackErrorBody = { message: undefined, type: undefined, title: undefined };
+  if (!text || text.trim() === '') return empty;
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    const plain = text
+      .replace(/<[^>]*>/g, ' ')
+      .replace(/\s+/g, ' ')
+      .trim();
+    return { ...empty, message: plain === '' ? undefined : plain.slice(0, MAX_TEXT) };
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) return empty;
+  const b = body as Record<string, unknown>;
+  const err = b.error;
+  if (err !== null && typeof err === 'object' && !Array.isArray(err)) {
+    const e = err as Record<string, unknown>;
+    return {
+      message: str(e.message) ?? str(b.explanation),
+      type: str(e.type) ?? str(e.title) ?? str(b.title),
+      title: str(b.title) ?? str(e.title),
+    };
+  }
+  if (typeof err === 'string') return { message: str(err), type: str(b.title), title: str(b.title) };
+  // Nova / Cinder style: { "<faultName>": { "code", "message" } }
+  const keys = Object.keys(b);
+  if (keys.length === 1) {
+    const k = keys[0] as string;
+    const inner = b[k];
+    if (inner !== null && typeof inner === 'object' && !Array.isArray(inner)) {
+      const m = str((inner as Record<string, unknown>).message);
+      if (m !== undefined) return { message: m, type: k, title: undefined };
+    }
+  }
+  return { message: str(b.message) ?? str(b.explanation) ?? str(b.title), type: str(b.title), title: str(b.title) };
+}
+
+/** HTTP statuses that mean "the service is (temporarily) not able to answer": worth a later retry. */
+const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
+
+function codeFor(kind: OpenStackErrorKind, status: number | undefined, retryable: boolean): ErrorCode {
+  if (kind === OpenStackErrorKind.waitTimeout) return 'VNFM_ERR_LCM_TIMEOUT';
+  if (kind === OpenStackErrorKind.timeout || kind === OpenStackErrorKind.connection) return 'VNFM_ERR_VIM_UNREACHABLE';
+  if (status !== undefined && TRANSIENT_STATUSES.has(status)) return 'VNFM_ERR_VIM_UNREACHABLE';
+  if (retryable && kind === OpenStackErrorKind.http) return 'VNFM_ERR_VIM_UNREACHABLE';
+  return 'VNFM_ERR_VIM_FAILED';
+}
+
+/**
+ * A failed OpenStack call or wait. `status` is OpenStack's HTTP status (undefined when there was
+ * no answer), `service` says which service failed, `retryable` whether the same call may succeed
+ * later (5xx gateway errors, timeouts, connection failures, Heat's "action in progress").
+ */
+export class OpenStackError extends VnfmError {
+  /** HTTP status OpenStack answered; undefined for timeouts, connection and catalog errors. */
+  readonly status: number | undefined;
+  /** 'keystone', 'heat', 'nova', or another catalog type. */
+  readonly service: string;
+  readonly kind: OpenStackErrorKind;
+  /** Heat's `error.type` (e.g. 'StackExists', 'ActionInProgress', 'EntityNotFound') or the error title. */
+  readonly errorType: string | undefined;
+  readonly method: string | undefined;
+  /** Request URL without user info or query string. */
+  readonly url: string | undefined;
+  /** Last seen stack status (stack waits only). */
+  readonly stackStatus: string | undefined;
+  /** Heat's `stack_status_reason` (stack waits only). */
+  readonly stackStatusReason: string | undefined;
+
+  constructor(init: OpenStackErrorInit) {
+    const secrets = init.secrets ?? [];
+    const detail = redactSecrets(init.detail, secrets);
+    super(codeFor(init.kind, init.status, init.retryable), detail, {
+      retryable: init.retryable,
+      ...(init.cause === undefined ? {} : { cause: init.cause }),
+      extra: {
+        openstackService: init.service,
+        ...(init.status === undefined ? {} : { openstackStatus: init.status }),
+        ...(init.errorType === undefined ? {} : { openstackErrorType: init.errorType }),
+      },
+    });
+    this.name = 'OpenStackError';
+    this.status = init.status;
+    this.service = init.service;
+    this.kind = init.kind;
+    this.errorType = init.errorType;
+    this.method = init.method;
+    this.url = init.url === undefined ? undefined : redactSecrets(safeUrl(init.url), secrets);
+    this.stackStatus = init.stackStatus;
+    this.stackStatusReason =
+      init.stackStatusReason === undefined ? undefined : redactSecrets(init.stackStatusReason, secrets);
+  }
+
+  /**
+   * Builds the error for an unexpected HTTP answer, with OpenStack's own error text.
+   * `retryable` defaults to true for 502/503/504 and for 409 `ActionInProgress` (Heat: another
+   * action runs on the stack; it will end), false otherwise.
+   */
+  static fromResponse(args: {
+    service: string;
+    method: string;
+    url: string;
+    status: number;
+    bodyText: string;
+    secrets?: readonly string[];
+    retryable?: boolean;
+    context?: string;
+  }): OpenStackError {
+    const parsed = parseOpenStackErrorBody(args.bodyText);
+    const retryable =
+      args.retryable ??
+      (TRANSIENT_STATUSES.has(args.status) || (args.status === 409 && parsed.type === 'ActionInProgress'));
+    let path: string;
+    try {
+      path = new URL(args.url).pathname;
+    } catch {
+      path = safeUrl(args.url);
+    }
+    const what = [parsed.type, parsed.message].filter((x) => x !== undefined).join(': ');
+    const ctx = args.context === undefined ? '' : `${args.context}: `;
+    const detail = `${ctx}${args.service} ${args.method} ${path} answered ${args.status}${what === '' ? '' : ` (${what})`}`;
+    return new OpenStackError({
+      service: args.service,
+      kind: OpenStackErrorKind.http,
+      detail: detail.length > MAX_TEXT * 2 ? `${detail.slice(0, MAX_TEXT * 2)}...` : detail,
+      retryable,
+      status: args.status,
+      method: args.method,
+      url: args.url,
+      ...(parsed.type === undefined ? {} : { errorType: parsed.type }),
+      ...(args.secrets === undefined ? {} : { secrets: args.secrets }),
+    });
+  }
+
+  /** True when `e` is an OpenStackError with the given HTTP status (and Heat error type, if given). */
+  static isStatus(e: unknown, status: number, errorType?: string): e is OpenStackError {
+    return e instanceof OpenStackError && e.status === status && (errorType === undefined || e.errorType === errorType);
+  }
+}

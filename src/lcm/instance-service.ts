@@ -1,0 +1,224 @@
+/**
+ * VNF instance resources: create, read, modify (MODIFY_INFO op occ), delete. Every change and the
+ * notification it causes are written in one transaction.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import type { Logger } from 'pino';
+import { vnfmError } from '../errors.ts';
+import { type OpOccRecord } from '../model/op-occ.ts';
+import { type VnfInstanceRecord, instanceFromRow } from '../model/vnf-instance.ts';
+import type { InstanceFacts, Notifier } from '../notify/notifier.ts';
+import { mergePatch } from '../packages/package-service.ts';
+import { json } from '../store/db.ts';
+import type { Database } from '../store/schema.ts';
+import type { SecretBox } from '../store/secret-box.ts';
+import type { VimConnection, VimRegistry } from '../vims/vim-registry.ts';
+import { getOpOcc, insertOpOcc } from './op-occ-repo.ts';
+
+type Db = Kysely<Database> | Transaction<Database>;
+
+/** Facts of an instance used for subscription filtering. */
+export function factsOf(i: VnfInstanceRecord): InstanceFacts {
+  return { id: i.id, vnfInstanceName: i.vnfInstanceName, vnfdId: i.vnfdId, vnfProvider: i.vnfProvider, vnfProductName: i.vnfProductName, vnfSoftwareVersion: i.vnfSoftwareVersion, vnfdVersion: i.vnfdVersion };
+}
+
+/** CreateVnfRequest, both versions (v1 vimConnectionInfo arrays are converted by the API layer). */
+export interface CreateInstanceInput {
+  vnfdId: string;
+  vnfInstanceName?: string;
+  vnfInstanceDescription?: string;
+  metadata?: Record<string, unknown>;
+  vimConnectionInfo?: Record<string, Partial<VimConnection>>;
+}
+
+/** VnfInfoModificationRequest, normalized to the v2 map form. */
+export interface ModifyInstanceInput {
+  vnfInstanceName?: string | null;
+  vnfInstanceDescription?: string | null;
+  vnfdId?: string;
+  vnfConfigurableProperties?: Record<string, unknown> | null;
+  metadata?: Record<string, unknown> | null;
+  extensions?: Record<string, unknown> | null;
+  vimConnectionInfo?: Record<string, Partial<VimConnection> | null>;
+}
+
+/** Instance operations that do not need the VIM. */
+export class InstanceService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly notifier: Notifier,
+    private readonly vims: VimRegistry,
+    private readonly box: SecretBox,
+    private readonly log: Logger,
+  ) {}
+
+  /** Loads an instance or throws 404 (`VnfInstance X not found.` like Tacker). */
+  async get(id: string, db: Db = this.db): Promise<VnfInstanceRecord> {
+    const r = await db.selectFrom('vnf_instance').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_INST_NOT_FOUND', `VnfInstance ${id} not found.`);
+    return instanceFromRow(r as unknown as Record<string, unknown>);
+  }
+
+  /** All instances, oldest first. */
+  async list(): Promise<VnfInstanceRecord[]> {
+    const rows = await this.db.selectFrom('vnf_instance').selectAll().orderBy('created_at').orderBy('id').execute();
+    return rows.map((r) => instanceFromRow(r as unknown as Record<string, unknown>));
+  }
+
+  /** The full VIM connections (with secrets) of an instance, for drivers. */
+  async vimConnections(id: string, db: Db = this.db): Promise<Record<string, VimConnection>> {
+    const r = await db.selectFrom('vnf_instance').select(['vim_connection_info', 'vim_secrets']).where('id', '=', id).executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_INST_NOT_FOUND', `VnfInstance ${id} not found.`);
+    const secrets = r.vim_secrets ? this.box.open<Record<string, Record<string, unknown>>>(r.vim_secrets) : {};
+    const out: Record<string, VimConnection> = {};
+    for (const [k, v] of Object.entries((r.vim_connection_info ?? {}) as Record<string, VimConnection>)) out[k] = { ...v, accessInfo: secrets[k] ?? {} };
+    return out;
+  }
+
+  /** Splits completed connections into the stored (no accessInfo) part and the sealed secrets. */
+  async sealConnections(conns: Record<string, VimConnection>): Promise<{ info: Record<string, unknown>; secrets: string }> {
+    const info: Record<string, unknown> = {};
+    const secrets: Record<string, unknown> = {};
+    for (const [k, c] of Object.entries(conns)) {
+      const { accessInfo, ...rest } = c;
+      info[k] = rest;
+      secrets[k] = accessInfo;
+    }
+    return { info, secrets: this.box.seal(secrets) };
+  }
+
+  /** Completes each vimConnectionInfo entry from the VIM registry where it names only a vimId. */
+  async completeConnections(input: Record<string, Partial<VimConnection>> | undefined): Promise<Record<string, VimConnection>> {
+    const out: Record<string, VimConnection> = {};
+    for (const [k, v] of Object.entries(input ?? {})) out[k] = await this.vims.complete(v);
+    return out;
+  }
+
+  /** Creates a NOT_INSTANTIATED instance from an onboarded, enabled package. */
+  async create(input: CreateInstanceInput, apiVersion: 'v1' | 'v2'): Promise<VnfInstanceRecord> {
+    const conns = await this.completeConnections(input.vimConnectionInfo);
+    const sealed = await this.sealConnections(conns);
+    const id = randomUUID();
+    await this.db.transaction().execute(async (tx) => {
+      const pkg = await tx
+        .selectFrom('vnf_package')
+        .select(['id', 'operational_state', 'vnf_provider', 'vnf_product_name', 'vnf_software_version', 'vnfd_version'])
+        .where('vnfd_id', '=', input.vnfdId)
+        .where('onboarding_state', '=', 'ONBOARDED')
+        .forUpdate()
+        .executeTakeFirst();
+      if (!pkg) throw vnfmError('VNFM_ERR_VNFD_NOT_FOUND', `VNF package with vnfdId ${input.vnfdId} is not onboarded.`);
+      if (pkg.operational_state !== 'ENABLED') throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${pkg.id} (vnfdId ${input.vnfdId}) is DISABLED.`);
+      await tx
+        .insertInto('vnf_instance')
+        .values({
+          id,
+          vnf_instance_name: input.vnfInstanceName ?? null,
+          vnf_instance_description: input.vnfInstanceDescription ?? null,
+          vnfd_id: input.vnfdId,
+          vnf_pkg_id: pkg.id,
+          vnf_provider: pkg.vnf_provider ?? '',
+          vnf_product_name: pkg.vnf_product_name ?? '',
+          vnf_software_version: pkg.vnf_software_version ?? '',
+          vnfd_version: pkg.vnfd_version ?? '',
+          instantiation_state: 'NOT_INSTANTIATED',
+          vnf_configurable_properties: json(null),
+          vim_connection_info: json(sealed.info),
+          vim_secrets: sealed.secrets,
+          instantiated_vnf_info: json(null),
+          metadata: json(input.metadata ?? null),
+          extensions: json(null),
+          created_api: apiVersion,
+          rev: 0,
+        })
+        .execute();
+      await tx.updateTable('vnf_package').set({ usage_state: 'IN_USE' }).where('id', '=', pkg.id).execute();
+      const inst = await this.get(id, tx);
+      await this.notifier.enqueue(tx, { kind: 'VnfIdentifierCreationNotification', instance: factsOf(inst) });
+    });
+    this.log.info({ vnfInstanceId: id, vnfdId: input.vnfdId }, 'vnf instance created');
+    return this.get(id);
+  }
+
+  /** Deletes a NOT_INSTANTIATED instance with no active operation. */
+  async delete(id: string): Promise<void> {
+    await this.db.transaction().execute(async (tx) => {
+      const inst = await this.get(id, tx);
+      if (inst.instantiationState !== 'NOT_INSTANTIATED') throw vnfmError('VNFM_ERR_INST_STATE', `VnfInstance ${id} is instantiated; terminate it before deleting.`);
+      const active = await tx.selectFrom('op_occ').select(['id', 'operation_state']).where('vnf_instance_id', '=', id).where('operation_state', 'in', ['STARTING', 'PROCESSING', 'FAILED_TEMP', 'ROLLING_BACK']).executeTakeFirst();
+      if (active) throw vnfmError('VNFM_ERR_INST_BUSY', `Other LCM operation of vnfInstance ${id} is in progress: ${active.id} is ${active.operation_state}.`);
+      await this.notifier.enqueue(tx, { kind: 'VnfIdentifierDeletionNotification', instance: factsOf(inst) });
+      await tx.deleteFrom('vnf_instance').where('id', '=', id).execute();
+      const others = await tx.selectFrom('vnf_instance').select('id').where('vnf_pkg_id', '=', inst.vnfPkgId).executeTakeFirst();
+      if (!others) await tx.updateTable('vnf_package').set({ usage_state: 'NOT_IN_USE' }).where('id', '=', inst.vnfPkgId).execute();
+    });
+    this.log.info({ vnfInstanceId: id }, 'vnf instance deleted');
+  }
+
+  /**
+   * Modify info: a MODIFY_INFO op occ that completes at once (no VIM involved), with the START and
+   * RESULT notifications, all in one transaction. Returns the op occ.
+   */
+  async modify(id: string, patch: ModifyInstanceInput, apiVersion: 'v1' | 'v2'): Promise<OpOccRecord> {
+    const newConns: Record<string, VimConnection> = {};
+    for (const [k, v] of Object.entries(patch.vimConnectionInfo ?? {})) if (v !== null) newConns[k] = await this.vims.complete(v);
+    let opId = '';
+    await this.db.transaction().execute(async (tx) => {
+      const inst = await this.get(id, tx);
+      const op = await insertOpOcc(tx, { vnfInstanceId: id, operation: 'MODIFY_INFO', state: 'PROCESSING', params: patch as Record<string, unknown>, pending: null, apiVersion });
+      opId = op.id;
+      await this.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(inst), opOccId: op.id, operation: 'MODIFY_INFO', operationState: 'PROCESSING', notificationStatus: 'START', isAutomaticInvocation: false });
+      const set: Record<string, unknown> = { rev: inst.rev + 1 };
+      const changed: Record<string, unknown> = {};
+      if (patch.vnfInstanceName !== undefined) set.vnf_instance_name = changed.vnfInstanceName = patch.vnfInstanceName;
+      if (patch.vnfInstanceDescription !== undefined) set.vnf_instance_description = changed.vnfInstanceDescription = patch.vnfInstanceDescription;
+      if (patch.vnfConfigurableProperties !== undefined) {
+        const v = patch.vnfConfigurableProperties === null ? null : mergePatch(inst.vnfConfigurableProperties ?? {}, patch.vnfConfigurableProperties);
+        set.vnf_configurable_properties = json(v);
+        changed.vnfConfigurableProperties = v;
+      }
+      if (patch.metadata !== undefined) {
+        const v = patch.metadata === null ? null : mergePatch(inst.metadata ?? {}, patch.metadata);
+        set.metadata = json(v);
+        changed.metadata = v;
+      }
+      if (patch.extensions !== undefined) {
+        const v = patch.extensions === null ? null : mergePatch(inst.extensions ?? {}, patch.extensions);
+        set.extensions = json(v);
+        changed.extensions = v;
+      }
+      if (patch.vimConnectionInfo !== undefined) {
+        const cur = await this.vimConnections(id, tx);
+        for (const [k, v] of Object.entries(patch.vimConnectionInfo)) {
+          if (v === null) delete cur[k];
+          else cur[k] = newConns[k] as VimConnection;
+        }
+        const sealed = await this.sealConnections(cur);
+        set.vim_connection_info = json(sealed.info);
+        set.vim_secrets = sealed.secrets;
+        changed.vimConnectionInfo = sealed.info;
+      }
+      if (patch.vnfdId !== undefined && patch.vnfdId !== inst.vnfdId) {
+        if (inst.instantiationState !== 'NOT_INSTANTIATED') throw vnfmError('VNFM_ERR_INST_STATE', `vnfdId of VnfInstance ${id} can only change while NOT_INSTANTIATED.`);
+        const pkg = await tx.selectFrom('vnf_package').selectAll().where('vnfd_id', '=', patch.vnfdId).where('onboarding_state', '=', 'ONBOARDED').executeTakeFirst();
+        if (!pkg) throw vnfmError('VNFM_ERR_VNFD_NOT_FOUND', `VNF package with vnfdId ${patch.vnfdId} is not onboarded.`);
+        Object.assign(set, { vnfd_id: patch.vnfdId, vnf_pkg_id: pkg.id, vnf_provider: pkg.vnf_provider ?? '', vnf_product_name: pkg.vnf_product_name ?? '', vnf_software_version: pkg.vnf_software_version ?? '', vnfd_version: pkg.vnfd_version ?? '' });
+        changed.vnfdId = patch.vnfdId;
+        await tx.updateTable('vnf_package').set({ usage_state: 'IN_USE' }).where('id', '=', pkg.id).execute();
+      }
+      await tx.updateTable('vnf_instance').set(set as never).where('id', '=', id).execute();
+      if (changed.vnfdId) {
+        const others = await tx.selectFrom('vnf_instance').select('id').where('vnf_pkg_id', '=', inst.vnfPkgId).executeTakeFirst();
+        if (!others) await tx.updateTable('vnf_package').set({ usage_state: 'NOT_IN_USE' }).where('id', '=', inst.vnfPkgId).execute();
+      }
+      const now = new Date();
+      await tx.updateTable('op_occ').set({ operation_state: 'COMPLETED', state_entered_time: now, changed_info: json(changed) }).where('id', '=', op.id).execute();
+      const after = await this.get(id, tx);
+      await this.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(after), opOccId: op.id, operation: 'MODIFY_INFO', operationState: 'COMPLETED', notificationStatus: 'RESULT', isAutomaticInvocation: false, full: { changedInfo: changed } });
+    });
+    this.log.info({ vnfInstanceId: id, opOccId: opId }, 'vnf instance modified');
+    return getOpOcc(this.db, opId);
+  }
+}
+

@@ -1,0 +1,128 @@
+/**
+ * Turns LCM events into notifications in the durable outbox. It runs inside the caller's
+ * transaction, so a notification exists if and only if the state change that causes it was
+ * committed; delivery (src/notify/delivery.ts) happens afterwards, in order per subscription.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
+import { json } from '../store/db.ts';
+import type { Database } from '../store/schema.ts';
+
+/** The instance attributes subscription filters look at. */
+export interface InstanceFacts {
+  id: string;
+  vnfInstanceName: string | null;
+  vnfdId: string;
+  vnfProvider: string;
+  vnfProductName: string;
+  vnfSoftwareVersion: string;
+  vnfdVersion: string;
+}
+
+/** An event to notify about. */
+export type LcmEvent =
+  | { kind: 'VnfIdentifierCreationNotification' | 'VnfIdentifierDeletionNotification'; instance: InstanceFacts }
+  | {
+      kind: 'VnfLcmOperationOccurrenceNotification';
+      instance: InstanceFacts;
+      opOccId: string;
+      operation: string;
+      operationState: string;
+      notificationStatus: 'START' | 'RESULT';
+      isAutomaticInvocation: boolean;
+      error?: Record<string, unknown> | null;
+      /** FULL-verbosity parts: affectedVnfcs, affectedVirtualLinks, affectedVirtualStorages, changedInfo... */
+      full?: Record<string, unknown>;
+    };
+
+/** SOL LccnSubscription filter (both API versions use the same shape). */
+export interface SubscriptionFilter {
+  vnfInstanceSubscriptionFilter?: {
+    vnfdIds?: string[];
+    vnfProductsFromProviders?: { vnfProvider: string; vnfProducts?: { vnfProductName: string; versions?: { vnfSoftwareVersion: string; vnfdVersions?: string[] }[] }[] }[];
+    vnfInstanceIds?: string[];
+    vnfInstanceNames?: string[];
+  };
+  notificationTypes?: string[];
+  operationTypes?: string[];
+  operationStates?: string[];
+}
+
+/** True when the event passes the subscription filter (AND across criteria, OR within lists). */
+export function matchesSubscription(filter: SubscriptionFilter | null | undefined, ev: LcmEvent): boolean {
+  if (!filter) return true;
+  const inst = ev.instance;
+  const f = filter.vnfInstanceSubscriptionFilter;
+  if (f) {
+    if (f.vnfdIds?.length && !f.vnfdIds.includes(inst.vnfdId)) return false;
+    if (f.vnfInstanceIds?.length && !f.vnfInstanceIds.includes(inst.id)) return false;
+    if (f.vnfInstanceNames?.length && !(inst.vnfInstanceName !== null && f.vnfInstanceNames.includes(inst.vnfInstanceName))) return false;
+    if (f.vnfProductsFromProviders?.length) {
+      const ok = f.vnfProductsFromProviders.some(
+        (p) =>
+          p.vnfProvider === inst.vnfProvider &&
+          (!p.vnfProducts?.length ||
+            p.vnfProducts.some(
+              (pr) =>
+                pr.vnfProductName === inst.vnfProductName &&
+                (!pr.versions?.length || pr.versions.some((v) => v.vnfSoftwareVersion === inst.vnfSoftwareVersion && (!v.vnfdVersions?.length || v.vnfdVersions.includes(inst.vnfdVersion)))),
+            )),
+      );
+      if (!ok) return false;
+    }
+  }
+  if (filter.notificationTypes?.length && !filter.notificationTypes.includes(ev.kind)) return false;
+  if (ev.kind === 'VnfLcmOperationOccurrenceNotification') {
+    if (filter.operationTypes?.length && !filter.operationTypes.includes(ev.operation)) return false;
+    if (filter.operationStates?.length && !filter.operationStates.includes(ev.operationState)) return false;
+  } else if ((filter.operationTypes?.length || filter.operationStates?.length) && !filter.notificationTypes?.includes(ev.kind)) {
+    // Operation criteria only make sense for op occ notifications; identifier events still pass
+    // unless the subscriber restricted notification types.
+  }
+  return true;
+}
+
+/** Builds notification bodies and writes them to the outbox. */
+export class Notifier {
+  constructor(private readonly publicUrl: () => string) {}
+
+  /** The body sent to one subscription. */
+  build(ev: LcmEvent, sub: { id: string; api_version: string; verbosity: string }): Record<string, unknown> {
+    const v = sub.api_version === 'v1' ? 'v1' : 'v2';
+    const base = `${this.publicUrl()}/vnflcm/${v}`;
+    const links: Record<string, { href: string }> = {
+      vnfInstance: { href: `${base}/vnf_instances/${ev.instance.id}` },
+      subscription: { href: `${base}/subscriptions/${sub.id}` },
+    };
+    const common = { id: randomUUID(), notificationType: ev.kind, subscriptionId: sub.id, timeStamp: new Date().toISOString(), vnfInstanceId: ev.instance.id };
+    if (ev.kind !== 'VnfLcmOperationOccurrenceNotification') return { ...common, _links: links };
+    links.vnfLcmOpOcc = { href: `${base}/vnf_lcm_op_occs/${ev.opOccId}` };
+    const body: Record<string, unknown> = {
+      ...common,
+      notificationStatus: ev.notificationStatus,
+      operationState: ev.operationState,
+      operation: ev.operation,
+      isAutomaticInvocation: ev.isAutomaticInvocation,
+      vnfLcmOpOccId: ev.opOccId,
+      _links: links,
+    };
+    if (v === 'v2') body.verbosity = sub.verbosity === 'SHORT' ? 'SHORT' : 'FULL';
+    if (ev.error && ['FAILED_TEMP', 'FAILED', 'ROLLED_BACK'].includes(ev.operationState)) body.error = ev.error;
+    if (sub.verbosity !== 'SHORT' && ev.full) {
+      for (const [k, val] of Object.entries(ev.full)) if (val !== undefined && val !== null && !(Array.isArray(val) && val.length === 0)) body[k] = val;
+    }
+    return body;
+  }
+
+  /** Fans the event out to every matching subscription, inside `tx`. Returns how many were queued. */
+  async enqueue(tx: Kysely<Database> | Transaction<Database>, ev: LcmEvent): Promise<number> {
+    const subs = await tx.selectFrom('subscription').select(['id', 'api_version', 'verbosity', 'filter']).execute();
+    let n = 0;
+    for (const s of subs) {
+      if (!matchesSubscription(s.filter as SubscriptionFilter | null, ev)) continue;
+      await tx.insertInto('outbox').values({ subscription_id: s.id, notification: json(this.build(ev, s)), status: 'PENDING', attempts: 0, next_attempt_at: new Date() }).execute();
+      n++;
+    }
+    return n;
+  }
+}

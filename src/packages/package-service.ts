@@ -1,0 +1,229 @@
+/**
+ * VNF package lifecycle (SOL005 as Tacker has it): create, upload, onboard (parse + validate the
+ * CSAR), enable/disable, delete, and usage tracking. Onboarding runs in the background after the
+ * upload is stored; a package left in PROCESSING by a crash is onboarded again at start-up, so an
+ * upload is never lost. A broken package ends in onboardingState ERROR with a clear message.
+ */
+import { createHash, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import { vnfmError } from '../errors.ts';
+import { json } from '../store/db.ts';
+import type { Database } from '../store/schema.ts';
+import { readCsar } from './csar-reader.ts';
+import { PackageError } from './package-error.ts';
+import { parseVnfPackage } from './vnfd-parser.ts';
+import type { VnfPackageModel } from './vnfd-model.ts';
+
+/** A package row as the service hands it out (content excluded). */
+export interface PackageRecord {
+  id: string;
+  onboardingState: 'CREATED' | 'UPLOADING' | 'PROCESSING' | 'ONBOARDED' | 'ERROR';
+  operationalState: 'ENABLED' | 'DISABLED';
+  usageState: 'IN_USE' | 'NOT_IN_USE';
+  vnfdId: string | null;
+  vnfProvider: string | null;
+  vnfProductName: string | null;
+  vnfSoftwareVersion: string | null;
+  vnfdVersion: string | null;
+  checksum: { algorithm: string; hash: string } | null;
+  userDefinedData: Record<string, unknown>;
+  vnfd: VnfPackageModel | null;
+  onboardingError: string | null;
+  createdAt: Date;
+}
+
+const COLS = [
+  'id',
+  'onboarding_state',
+  'operational_state',
+  'usage_state',
+  'vnfd_id',
+  'vnf_provider',
+  'vnf_product_name',
+  'vnf_software_version',
+  'vnfd_version',
+  'checksum',
+  'user_defined_data',
+  'vnfd',
+  'onboarding_error',
+  'created_at',
+] as const;
+
+function toRecord(r: Record<string, unknown>): PackageRecord {
+  return {
+    id: r.id as string,
+    onboardingState: r.onboarding_state as PackageRecord['onboardingState'],
+    operationalState: r.operational_state as PackageRecord['operationalState'],
+    usageState: r.usage_state as PackageRecord['usageState'],
+    vnfdId: r.vnfd_id as string | null,
+    vnfProvider: r.vnf_provider as string | null,
+    vnfProductName: r.vnf_product_name as string | null,
+    vnfSoftwareVersion: r.vnf_software_version as string | null,
+    vnfdVersion: r.vnfd_version as string | null,
+    checksum: r.checksum as PackageRecord['checksum'],
+    userDefinedData: (r.user_defined_data ?? {}) as Record<string, unknown>,
+    vnfd: r.vnfd as VnfPackageModel | null,
+    onboardingError: r.onboarding_error as string | null,
+    createdAt: new Date(r.created_at as string),
+  };
+}
+
+/** Package operations used by the API and the engine. */
+export class PackageService {
+  private readonly inflight = new Set<Promise<void>>();
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly log: Logger,
+    private readonly onOnboarded?: (result: 'ONBOARDED' | 'ERROR') => void,
+  ) {}
+
+  /** Creates an empty package resource (onboardingState CREATED). */
+  async create(userDefinedData: Record<string, unknown> = {}): Promise<PackageRecord> {
+    const id = randomUUID();
+    await this.db
+      .insertInto('vnf_package')
+      .values({ id, onboarding_state: 'CREATED', operational_state: 'DISABLED', usage_state: 'NOT_IN_USE', checksum: json(null), user_defined_data: json(userDefinedData), vnfd: json(null) })
+      .execute();
+    return this.get(id);
+  }
+
+  /** Finds a package or throws 404. */
+  async get(id: string): Promise<PackageRecord> {
+    const r = await this.db.selectFrom('vnf_package').select(COLS).where('id', '=', id).executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `VNF package ${id} not found`);
+    return toRecord(r);
+  }
+
+  /** All packages, oldest first. */
+  async list(): Promise<PackageRecord[]> {
+    const rows = await this.db.selectFrom('vnf_package').select(COLS).orderBy('created_at').orderBy('id').execute();
+    return rows.map(toRecord);
+  }
+
+  /** The onboarded package that carries a VNFD id, or 404. */
+  async getOnboardedByVnfdId(vnfdId: string): Promise<PackageRecord> {
+    const r = await this.db.selectFrom('vnf_package').select(COLS).where('vnfd_id', '=', vnfdId).where('onboarding_state', '=', 'ONBOARDED').executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `no onboarded VNF package with vnfdId ${vnfdId}`);
+    return toRecord(r);
+  }
+
+  /** The raw CSAR of a package (404 when none was uploaded). */
+  async content(id: string): Promise<Buffer> {
+    const r = await this.db.selectFrom('vnf_package').select(['content', 'onboarding_state']).where('id', '=', id).executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `VNF package ${id} not found`);
+    if (!r.content) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} has no content (onboardingState ${r.onboarding_state})`);
+    return Buffer.from(r.content);
+  }
+
+  /** The files of an onboarded package, read from its stored CSAR. */
+  async files(id: string): Promise<Map<string, Buffer>> {
+    return readCsar(await this.content(id));
+  }
+
+  /**
+   * Stores uploaded content and starts onboarding in the background. Only a package in CREATED
+   * (or ERROR, to retry an upload) accepts content: 409 otherwise.
+   */
+  async upload(id: string, zip: Buffer): Promise<void> {
+    if (zip.length === 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'package content is empty');
+    const res = await this.db
+      .updateTable('vnf_package')
+      .set({ onboarding_state: 'PROCESSING', content: zip, onboarding_error: null, checksum: json({ algorithm: 'SHA-256', hash: createHash('sha256').update(zip).digest('hex') }) })
+      .where('id', '=', id)
+      .where('onboarding_state', 'in', ['CREATED', 'ERROR'])
+      .executeTakeFirst();
+    if (Number(res.numUpdatedRows) === 0) {
+      const p = await this.get(id);
+      throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is in onboardingState ${p.onboardingState}; content can only be uploaded in CREATED`);
+    }
+    this.track(this.onboard(id));
+  }
+
+  private track(p: Promise<void>): void {
+    this.inflight.add(p);
+    void p.finally(() => this.inflight.delete(p));
+  }
+
+  /** Waits for background onboardings (tests and shutdown). */
+  async idle(): Promise<void> {
+    while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
+  }
+
+  /** Re-runs onboarding of packages left in PROCESSING (e.g. by a crash). */
+  async recover(): Promise<void> {
+    const rows = await this.db.selectFrom('vnf_package').select('id').where('onboarding_state', 'in', ['PROCESSING', 'UPLOADING']).execute();
+    for (const r of rows) this.track(this.onboard(r.id));
+  }
+
+  private async onboard(id: string): Promise<void> {
+    try {
+      const zip = await this.content(id);
+      const model = parseVnfPackage(await readCsar(zip));
+      await this.db.transaction().execute(async (tx) => {
+        const clash = await tx.selectFrom('vnf_package').select('id').where('vnfd_id', '=', model.vnfdId).where('onboarding_state', '=', 'ONBOARDED').where('id', '!=', id).executeTakeFirst();
+        if (clash) throw new PackageError(`a package with vnfdId ${model.vnfdId} is already onboarded (${clash.id})`);
+        await tx
+          .updateTable('vnf_package')
+          .set({
+            onboarding_state: 'ONBOARDED',
+            operational_state: 'ENABLED',
+            vnfd_id: model.vnfdId,
+            vnf_provider: model.vnfProvider,
+            vnf_product_name: model.vnfProductName,
+            vnf_software_version: model.vnfSoftwareVersion,
+            vnfd_version: model.vnfdVersion,
+            vnfd: json(model),
+          })
+          .where('id', '=', id)
+          .execute();
+      });
+      this.log.info({ vnfPkgId: id, vnfdId: model.vnfdId }, 'package onboarded');
+      this.onOnboarded?.('ONBOARDED');
+    } catch (e) {
+      const msg = e instanceof PackageError ? e.message : `package could not be processed: ${(e as Error)?.message ?? String(e)}`;
+      this.log.warn({ vnfPkgId: id, err: msg }, 'package onboarding failed');
+      await this.db.updateTable('vnf_package').set({ onboarding_state: 'ERROR', onboarding_error: msg }).where('id', '=', id).execute();
+      this.onOnboarded?.('ERROR');
+    }
+  }
+
+  /** PATCH: operationalState and/or userDefinedData (merged). */
+  async modify(id: string, patch: { operationalState?: 'ENABLED' | 'DISABLED'; userDefinedData?: Record<string, unknown> }): Promise<Record<string, unknown>> {
+    const p = await this.get(id);
+    if (patch.operationalState !== undefined) {
+      if (p.onboardingState !== 'ONBOARDED') throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is not onboarded (onboardingState ${p.onboardingState})`);
+      if (patch.operationalState === p.operationalState) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is already ${p.operationalState}`);
+    }
+    const udd = patch.userDefinedData ? mergePatch(p.userDefinedData, patch.userDefinedData) : p.userDefinedData;
+    await this.db
+      .updateTable('vnf_package')
+      .set({ ...(patch.operationalState ? { operational_state: patch.operationalState } : {}), user_defined_data: json(udd) })
+      .where('id', '=', id)
+      .execute();
+    return { ...(patch.operationalState ? { operationalState: patch.operationalState } : {}), ...(patch.userDefinedData ? { userDefinedData: udd } : {}) };
+  }
+
+  /** Deletes a package: refused while ENABLED (onboarded) or IN_USE. */
+  async delete(id: string): Promise<void> {
+    const p = await this.get(id);
+    if (p.usageState === 'IN_USE') throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is in use by VNF instances`);
+    if (p.onboardingState === 'ONBOARDED' && p.operationalState === 'ENABLED') throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is ENABLED; disable it first (PATCH operationalState DISABLED)`);
+    if (p.onboardingState === 'PROCESSING') throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is being processed`);
+    const inUse = await this.db.selectFrom('vnf_instance').select('id').where('vnf_pkg_id', '=', id).executeTakeFirst();
+    if (inUse) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is referenced by VNF instance ${inUse.id}`);
+    await this.db.deleteFrom('vnf_package').where('id', '=', id).execute();
+  }
+}
+
+/** RFC 7396 JSON merge patch. */
+export function mergePatch(target: unknown, patch: unknown): Record<string, unknown> {
+  if (patch === null || typeof patch !== 'object' || Array.isArray(patch)) return patch as Record<string, unknown>;
+  const out: Record<string, unknown> = target !== null && typeof target === 'object' && !Array.isArray(target) ? { ...(target as Record<string, unknown>) } : {};
+  for (const [k, v] of Object.entries(patch as Record<string, unknown>)) {
+    if (v === null) delete out[k];
+    else out[k] = v !== null && typeof v === 'object' && !Array.isArray(v) ? mergePatch(out[k], v) : v;
+  }
+  return out;
+}

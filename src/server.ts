@@ -1,0 +1,107 @@
+/**
+ * Start-up wiring: opens the database, builds the services and the HTTP app, starts background
+ * workers, and (unless disabled) the simulated cloud. The only place that knows every module.
+ */
+import type { FastifyInstance } from 'fastify';
+import type { VnfmConfig } from './config.ts';
+import { buildApp } from './api/app.ts';
+import type { AppContext } from './api/context.ts';
+import { VnfmMetrics } from './api/metrics.ts';
+import { InstanceService } from './lcm/instance-service.ts';
+import { type Logger, createLogger } from './logger.ts';
+import { Notifier } from './notify/notifier.ts';
+import { PackageService } from './packages/package-service.ts';
+import { type Store, openStore } from './store/db.ts';
+import { SecretBox, loadOrCreateKey } from './store/secret-box.ts';
+import { VimRegistry } from './vims/vim-registry.ts';
+
+/** A running VNFM. */
+export interface Vnfm {
+  app: FastifyInstance;
+  ctx: AppContext;
+  /** Base URL it listens on. */
+  url: string;
+  /** Stops workers, the HTTP server and the database (and the simulated cloud if started). */
+  close(): Promise<void>;
+}
+
+/** Options of {@link startVnfm} beyond the config. */
+export interface StartOptions {
+  /** Logger to use (tests pass a silent one). */
+  logger?: Logger;
+  /** Pre-opened store (tests share a template database). */
+  store?: Store;
+  /** Do not listen on a port (app.inject only). @default false */
+  noListen?: boolean;
+  /** Extra modules wired after the built-in ones and before the app is built. */
+  plugins?: VnfmPlugin[];
+}
+
+/** A module that adds routes/workers to the VNFM; may return start/stop hooks. */
+export type VnfmPlugin = (ctx: AppContext) => void | PluginHooks;
+/** Background work of a plugin. */
+export interface PluginHooks {
+  /** Called after the server listens. */
+  start?(): void | Promise<void>;
+  /** Called at close, in reverse order. */
+  stop?(): void | Promise<void>;
+}
+
+/** Builds the services over an open store. */
+export function buildContext(config: VnfmConfig, store: Store, log: Logger): AppContext {
+  const box = new SecretBox(loadOrCreateKey(config.secretKey, config.databaseUrl ? undefined : config.dataDir));
+  const metrics = new VnfmMetrics({ defaultMetrics: true });
+  const notifier = new Notifier(() => config.publicUrl);
+  const vims = new VimRegistry(store.db, box);
+  const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }));
+  const instances = new InstanceService(store.db, notifier, vims, box, log);
+  return { config, store, log, box, metrics, notifier, vims, packages, instances, lcmRoutes: [], extraRoutes: [] };
+}
+
+/** The modules every VNFM runs (engine, notifications, auto-heal, simulated cloud). */
+function builtinPlugins(): VnfmPlugin[] {
+  return [];
+}
+
+/** Starts the VNFM with the given config. */
+export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Promise<Vnfm> {
+  const log = opts.logger ?? createLogger(config.logLevel);
+  const t0 = Date.now();
+  const store = opts.store ?? (await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const ctx = buildContext(config, store, log);
+  const closers: (() => Promise<void>)[] = [];
+  const hooks: PluginHooks[] = [];
+  for (const p of [...builtinPlugins(), ...(opts.plugins ?? [])]) {
+    const h = p(ctx);
+    if (h) hooks.push(h);
+  }
+  const app = await buildApp(ctx);
+  let url = config.publicUrl;
+  if (!opts.noListen) {
+    url = await app.listen({ host: config.host, port: config.port });
+    if (config.port === 0) {
+      const addr = app.server.address();
+      if (addr && typeof addr === 'object') {
+        url = `http://${config.host}:${addr.port}`;
+        config.publicUrl = url;
+      }
+    }
+  }
+  await ctx.packages.recover();
+  for (const h of hooks) {
+    await h.start?.();
+    if (h.stop) closers.push(async () => h.stop?.());
+  }
+  log.info({ url, ms: Date.now() - t0, db: store.kind }, 'VNFM started');
+  return {
+    app,
+    ctx,
+    url,
+    async close() {
+      for (const c of closers.reverse()) await c().catch(() => undefined);
+      await app.close();
+      await ctx.packages.idle();
+      if (!opts.store) await store.close();
+    },
+  };
+}

@@ -1,0 +1,52 @@
+/**
+ * Opens the database: embedded PGlite in a data directory by default, PostgreSQL via `pg` when a
+ * URL is configured. One SQL dialect (PostgreSQL) either way, migrated at open.
+ */
+import { mkdirSync } from 'node:fs';
+import { PGlite } from '@electric-sql/pglite';
+import { Kysely, PostgresDialect } from 'kysely';
+import pg from 'pg';
+import { migrateToLatest } from './migrations/index.ts';
+import { PGliteDialect } from './pglite-dialect.ts';
+import type { Database } from './schema.ts';
+
+/** An open database handle with what kind it is (some behaviours, e.g. advisory waits, differ). */
+export interface Store {
+  db: Kysely<Database>;
+  kind: 'pglite' | 'postgres';
+  close(): Promise<void>;
+}
+
+/** Options of {@link openStore}. */
+export interface StoreOptions {
+  /** PostgreSQL URL; when absent, PGlite is used. */
+  databaseUrl?: string | undefined;
+  /** PGlite data directory; `memory://` for a throwaway database. */
+  dataDir?: string | undefined;
+  /** A PGlite data-dir dump to start from (tests: a pre-migrated template). */
+  loadDataDir?: Blob | undefined;
+  /** Skip migrations (the template is already migrated). @default false */
+  skipMigrations?: boolean;
+}
+
+/** Opens and migrates the database. */
+export async function openStore(opts: StoreOptions): Promise<Store> {
+  if (opts.databaseUrl) {
+    const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
+    return { db, kind: 'postgres', close: () => db.destroy() };
+  }
+  const dir = opts.dataDir ?? 'memory://';
+  if (!dir.startsWith('memory://')) mkdirSync(dir, { recursive: true });
+  const pglite = new PGlite(dir.startsWith('memory://') ? undefined : dir, opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {});
+  await pglite.waitReady;
+  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+  if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
+  return { db, kind: 'pglite', close: () => db.destroy() };
+}
+
+/** Serializes a value for a jsonb column. */
+export function json(v: unknown): string {
+  return JSON.stringify(v ?? null);
+}

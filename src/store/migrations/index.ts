@@ -1,0 +1,153 @@
+/**
+ * Versioned schema migrations, applied at start-up by {@link migrateToLatest}. Append-only: a
+ * released migration is never edited; a change is a new entry.
+ */
+import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+
+const m001: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`
+      create table vnf_package (
+        id text primary key,
+        onboarding_state text not null,
+        operational_state text not null,
+        usage_state text not null,
+        vnfd_id text,
+        vnf_provider text,
+        vnf_product_name text,
+        vnf_software_version text,
+        vnfd_version text,
+        checksum jsonb,
+        user_defined_data jsonb not null default '{}',
+        vnfd jsonb,
+        onboarding_error text,
+        content bytea,
+        created_at timestamptz not null default now()
+      )`.execute(db);
+    await sql`create unique index vnf_package_vnfd_id on vnf_package (vnfd_id) where onboarding_state = 'ONBOARDED'`.execute(db);
+    await sql`
+      create table vim (
+        id text primary key,
+        name text not null unique,
+        type text not null,
+        description text not null default '',
+        is_default boolean not null default false,
+        config jsonb not null,
+        secret text not null,
+        status text not null default 'REACHABLE',
+        created_at timestamptz not null default now(),
+        updated_at timestamptz not null default now()
+      )`.execute(db);
+    await sql`create unique index vim_one_default_per_type on vim (type) where is_default`.execute(db);
+    await sql`
+      create table vnf_instance (
+        id text primary key,
+        vnf_instance_name text,
+        vnf_instance_description text,
+        vnfd_id text not null,
+        vnf_pkg_id text not null references vnf_package (id),
+        vnf_provider text not null,
+        vnf_product_name text not null,
+        vnf_software_version text not null,
+        vnfd_version text not null,
+        instantiation_state text not null,
+        vnf_configurable_properties jsonb,
+        vim_connection_info jsonb not null default '{}',
+        vim_secrets text,
+        instantiated_vnf_info jsonb,
+        metadata jsonb,
+        extensions jsonb,
+        created_api text not null,
+        created_at timestamptz not null default now(),
+        rev integer not null default 0
+      )`.execute(db);
+    await sql`
+      create table op_occ (
+        id text primary key,
+        vnf_instance_id text not null references vnf_instance (id) on delete cascade,
+        operation text not null,
+        operation_state text not null,
+        state_entered_time timestamptz not null,
+        start_time timestamptz not null,
+        is_automatic_invocation boolean not null default false,
+        is_cancel_pending boolean not null default false,
+        cancel_mode text,
+        operation_params jsonb not null default '{}',
+        error jsonb,
+        resource_changes jsonb,
+        changed_info jsonb,
+        grant_id text,
+        grant_request jsonb,
+        "grant" jsonb,
+        ctx jsonb not null default '{}',
+        pending text,
+        lease_owner text,
+        lease_until timestamptz,
+        attempts integer not null default 0,
+        api_version text not null,
+        created_at timestamptz not null default now()
+      )`.execute(db);
+    // One operation per VNF instance at a time, enforced by the database.
+    await sql`create unique index op_occ_one_active_per_instance on op_occ (vnf_instance_id)
+      where operation_state in ('STARTING', 'PROCESSING', 'FAILED_TEMP', 'ROLLING_BACK')`.execute(db);
+    await sql`create index op_occ_pending on op_occ (created_at) where pending is not null`.execute(db);
+    await sql`create index op_occ_instance on op_occ (vnf_instance_id, created_at)`.execute(db);
+    await sql`
+      create table subscription (
+        id text primary key,
+        api_version text not null,
+        callback_uri text not null,
+        filter jsonb,
+        verbosity text not null,
+        auth_types jsonb not null default '[]',
+        auth_secret text,
+        dedupe_key text not null,
+        created_at timestamptz not null default now()
+      )`.execute(db);
+    await sql`create index subscription_dedupe on subscription (dedupe_key)`.execute(db);
+    await sql`
+      create table outbox (
+        id bigint generated always as identity primary key,
+        subscription_id text not null,
+        notification jsonb not null,
+        status text not null default 'PENDING',
+        attempts integer not null default 0,
+        next_attempt_at timestamptz not null default now(),
+        last_error text,
+        created_at timestamptz not null default now(),
+        delivered_at timestamptz
+      )`.execute(db);
+    await sql`create index outbox_pending on outbox (subscription_id, id) where status = 'PENDING'`.execute(db);
+    await sql`create table kv (key text primary key, value jsonb not null)`.execute(db);
+  },
+};
+
+/** Every migration, in order. */
+export const MIGRATIONS: Record<string, Migration> = {
+  '001_initial': m001,
+};
+
+class StaticProvider implements MigrationProvider {
+  constructor(private readonly extra: Record<string, Migration>) {}
+  async getMigrations(): Promise<Record<string, Migration>> {
+    return { ...MIGRATIONS, ...this.extra };
+  }
+}
+
+const registered: Record<string, Migration> = {};
+
+/**
+ * Lets a later module (e.g. auto-heal) contribute migrations with names that sort after the
+ * core ones. Must be called before {@link migrateToLatest}.
+ */
+export function registerMigration(name: string, m: Migration): void {
+  registered[name] = m;
+}
+
+/** Applies every pending migration; throws with the failing migration's name. */
+export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
+  const migrator = new Migrator({ db, provider: new StaticProvider(registered), migrationTableName: 'vnfm_migration', migrationLockTableName: 'vnfm_migration_lock' });
+  const { error, results } = await migrator.migrateToLatest();
+  const failed = results?.find((r) => r.status === 'Error');
+  if (error) throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`, { cause: error });
+}

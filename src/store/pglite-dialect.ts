@@ -1,0 +1,112 @@
+/**
+ * A small Kysely dialect over PGlite (PostgreSQL in WASM). Kysely 0.28 has none; ours serializes
+ * every connection on PGlite's single session, so a transaction holds the session exclusively,
+ * exactly like one PostgreSQL connection. SQL, jsonb and `FOR UPDATE SKIP LOCKED` are the same as
+ * in production.
+ */
+import type { PGlite } from '@electric-sql/pglite';
+import {
+  type CompiledQuery,
+  type DatabaseConnection,
+  type Dialect,
+  type Driver,
+  type Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  type QueryResult,
+  type TransactionSettings,
+} from 'kysely';
+
+class PGliteConnection implements DatabaseConnection {
+  constructor(private readonly db: PGlite) {}
+
+  async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
+    const res = await this.db.query<R>(q.sql, q.parameters as unknown[], { rowMode: 'object' });
+    const affected = res.affectedRows;
+    return {
+      rows: res.rows,
+      ...(affected !== undefined && affected !== null ? { numAffectedRows: BigInt(affected) } : {}),
+    };
+  }
+
+  // biome-ignore lint/correctness/useYield: streaming is not supported by PGlite
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('streaming queries are not supported on PGlite');
+  }
+}
+
+/** Serializes access to the single PGlite session. */
+class Mutex {
+  private tail: Promise<void> = Promise.resolve();
+  lock(): Promise<() => void> {
+    let release!: () => void;
+    const next = new Promise<void>((r) => {
+      release = r;
+    });
+    const prev = this.tail;
+    this.tail = prev.then(() => next);
+    return prev.then(() => release);
+  }
+}
+
+class PGliteDriver implements Driver {
+  private readonly mutex = new Mutex();
+  private readonly releases = new WeakMap<DatabaseConnection, () => void>();
+  private readonly conn: PGliteConnection;
+
+  constructor(private readonly db: PGlite) {
+    this.conn = new PGliteConnection(db);
+  }
+
+  async init(): Promise<void> {
+    await this.db.waitReady;
+  }
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    const release = await this.mutex.lock();
+    // One connection object per acquisition so release maps stay exact.
+    const c = Object.create(this.conn) as PGliteConnection;
+    this.releases.set(c, release);
+    return c;
+  }
+
+  async beginTransaction(c: DatabaseConnection, settings: TransactionSettings): Promise<void> {
+    await c.executeQuery({ sql: settings.isolationLevel ? `begin isolation level ${settings.isolationLevel}` : 'begin', parameters: [] } as unknown as CompiledQuery);
+  }
+
+  async commitTransaction(c: DatabaseConnection): Promise<void> {
+    await c.executeQuery({ sql: 'commit', parameters: [] } as unknown as CompiledQuery);
+  }
+
+  async rollbackTransaction(c: DatabaseConnection): Promise<void> {
+    await c.executeQuery({ sql: 'rollback', parameters: [] } as unknown as CompiledQuery);
+  }
+
+  async releaseConnection(c: DatabaseConnection): Promise<void> {
+    const release = this.releases.get(c);
+    this.releases.delete(c);
+    release?.();
+  }
+
+  async destroy(): Promise<void> {
+    await this.db.close();
+  }
+}
+
+/** Kysely dialect for a PGlite instance the caller created (in memory or with a data dir). */
+export class PGliteDialect implements Dialect {
+  constructor(private readonly db: PGlite) {}
+  createAdapter() {
+    return new PostgresAdapter();
+  }
+  createDriver(): Driver {
+    return new PGliteDriver(this.db);
+  }
+  createQueryCompiler() {
+    return new PostgresQueryCompiler();
+  }
+  createIntrospector(db: Kysely<unknown>) {
+    return new PostgresIntrospector(db);
+  }
+}

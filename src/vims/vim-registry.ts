@@ -1,0 +1,282 @@
+/**
+ * The VIM registry (Tacker's legacy `/v1.0/vims`): named OpenStack and Kubernetes VIMs with their
+ * credentials sealed at rest, one default per type. LCM requests that name only a `vimId` in
+ * `vimConnectionInfo` are completed from here, so an NFVO need not send passwords with every call.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { vnfmError } from '../errors.ts';
+import { json } from '../store/db.ts';
+import type { Database } from '../store/schema.ts';
+import type { SecretBox } from '../store/secret-box.ts';
+
+/** SOL vimType values. */
+export const VIM_TYPES = {
+  openstack: 'ETSINFV.OPENSTACK_KEYSTONE.V_3',
+  kubernetes: 'ETSINFV.KUBERNETES.V_1',
+} as const;
+/** Registry VIM type. */
+export type VimKind = keyof typeof VIM_TYPES;
+
+/** A complete VIM connection as drivers use it (SOL VimConnectionInfo with secrets). */
+export interface VimConnection {
+  vimId?: string;
+  vimType: string;
+  interfaceInfo: Record<string, unknown>;
+  accessInfo: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+}
+
+/** A registered VIM (secrets included; never send this object to a client). */
+export interface VimRecord {
+  id: string;
+  name: string;
+  type: VimKind;
+  description: string;
+  isDefault: boolean;
+  /** Non-secret settings: auth_url, project, domains, region, ssl_ca_cert, extra. */
+  config: {
+    authUrl: string;
+    projectName?: string;
+    projectDomainName?: string;
+    userDomainName?: string;
+    username?: string;
+    region?: string;
+    sslCaCert?: string;
+    certVerify?: boolean;
+    /** Heat environment passed with every stack create (e.g. stand-ins for nova/neutron). */
+    heatEnvironment?: Record<string, unknown>;
+    heatEnvironmentFiles?: Record<string, string>;
+    extra?: Record<string, unknown>;
+  };
+  secret: { password?: string; bearerToken?: string };
+  status: string;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** Input of register/update, already validated for shape by the API schema. */
+export interface VimInput {
+  name?: string;
+  type?: string;
+  description?: string;
+  is_default?: boolean;
+  auth_url?: string;
+  auth_cred?: Record<string, unknown>;
+  vim_project?: Record<string, unknown>;
+  extra?: Record<string, unknown>;
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** Stores and resolves VIMs. */
+export class VimRegistry {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly box: SecretBox,
+  ) {}
+
+  private toRecord(r: Database['vim'] extends infer T ? { [K in keyof T]: unknown } : never): VimRecord {
+    return {
+      id: r.id as string,
+      name: r.name as string,
+      type: r.type as VimKind,
+      description: r.description as string,
+      isDefault: r.is_default as boolean,
+      config: r.config as VimRecord['config'],
+      secret: this.box.open(r.secret as string),
+      status: r.status as string,
+      createdAt: new Date(r.created_at as string),
+      updatedAt: new Date(r.updated_at as string),
+    };
+  }
+
+  private build(input: VimInput, prev?: VimRecord): Omit<VimRecord, 'id' | 'createdAt' | 'updatedAt' | 'status'> {
+    const type = (input.type ?? prev?.type ?? 'openstack') as string;
+    if (type !== 'openstack' && type !== 'kubernetes') throw vnfmError('VNFM_ERR_VIM_INVALID', `VIM type '${type}' is not supported; use openstack or kubernetes`);
+    const name = input.name ?? prev?.name;
+    if (!name) throw vnfmError('VNFM_ERR_VIM_INVALID', 'VIM name is required');
+    const authUrl = input.auth_url ?? prev?.config.authUrl;
+    if (!authUrl) throw vnfmError('VNFM_ERR_VIM_INVALID', 'auth_url is required');
+    try {
+      const u = new URL(authUrl);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new Error('scheme');
+    } catch {
+      throw vnfmError('VNFM_ERR_VIM_INVALID', `auth_url '${authUrl}' is not an http(s) URL`);
+    }
+    const cred = input.auth_cred ?? {};
+    const proj = input.vim_project ?? {};
+    const secret = { ...(prev?.secret ?? {}) };
+    const config: VimRecord['config'] = { ...(prev?.config ?? { authUrl }), authUrl };
+    if (type === 'openstack') {
+      config.username = str(cred.username) ?? prev?.config.username;
+      config.userDomainName = str(cred.user_domain_name) ?? prev?.config.userDomainName ?? 'Default';
+      config.projectName = str(proj.name) ?? str(cred.project_name) ?? prev?.config.projectName;
+      config.projectDomainName = str(proj.project_domain_name) ?? str(cred.project_domain_name) ?? prev?.config.projectDomainName ?? 'Default';
+      config.region = str(cred.region) ?? str(input.extra?.region) ?? prev?.config.region ?? 'RegionOne';
+      if (typeof cred.password === 'string') secret.password = cred.password;
+      if (!config.username || !secret.password) throw vnfmError('VNFM_ERR_VIM_INVALID', 'an openstack VIM needs auth_cred.username and auth_cred.password');
+      if (!config.projectName) throw vnfmError('VNFM_ERR_VIM_INVALID', 'an openstack VIM needs vim_project.name');
+    } else {
+      if (typeof cred.bearer_token === 'string') secret.bearerToken = cred.bearer_token;
+      if (typeof cred.ssl_ca_cert === 'string') config.sslCaCert = cred.ssl_ca_cert;
+      if (!secret.bearerToken) throw vnfmError('VNFM_ERR_VIM_INVALID', 'a kubernetes VIM needs auth_cred.bearer_token');
+      config.projectName = str(proj.name) ?? prev?.config.projectName ?? 'default';
+    }
+    if (typeof cred.cert_verify === 'boolean') config.certVerify = cred.cert_verify;
+    else if (cred.cert_verify === 'True' || cred.cert_verify === 'False') config.certVerify = cred.cert_verify === 'True';
+    if (input.extra !== undefined) {
+      const { heat_environment, heat_environment_files, ...rest } = input.extra as Record<string, unknown>;
+      if (heat_environment !== undefined) config.heatEnvironment = heat_environment as Record<string, unknown>;
+      if (heat_environment_files !== undefined) config.heatEnvironmentFiles = heat_environment_files as Record<string, string>;
+      config.extra = rest;
+    }
+    return { name, type, description: input.description ?? prev?.description ?? '', isDefault: input.is_default ?? prev?.isDefault ?? false, config, secret };
+  }
+
+  /** Registers a VIM; `is_default` moves the default flag of that type to it. */
+  async register(input: VimInput): Promise<VimRecord> {
+    const v = this.build(input);
+    const id = randomUUID();
+    await this.db.transaction().execute(async (tx) => {
+      const dup = await tx.selectFrom('vim').select('id').where('name', '=', v.name).executeTakeFirst();
+      if (dup) throw vnfmError('VNFM_ERR_VIM_CONFLICT', `a VIM named '${v.name}' already exists`);
+      if (v.isDefault) await tx.updateTable('vim').set({ is_default: false }).where('type', '=', v.type).execute();
+      await tx
+        .insertInto('vim')
+        .values({ id, name: v.name, type: v.type, description: v.description, is_default: v.isDefault, config: json(v.config), secret: this.box.seal(v.secret), status: 'REACHABLE' })
+        .execute();
+    });
+    return this.get(id);
+  }
+
+  /** Updates name/description/credentials/default flag; the type cannot change. */
+  async update(id: string, input: VimInput): Promise<VimRecord> {
+    const prev = await this.get(id);
+    if (input.type !== undefined && input.type !== prev.type) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the type of a VIM cannot be changed');
+    const v = this.build(input, prev);
+    await this.db.transaction().execute(async (tx) => {
+      if (v.name !== prev.name) {
+        const dup = await tx.selectFrom('vim').select('id').where('name', '=', v.name).executeTakeFirst();
+        if (dup) throw vnfmError('VNFM_ERR_VIM_CONFLICT', `a VIM named '${v.name}' already exists`);
+      }
+      if (v.isDefault && !prev.isDefault) await tx.updateTable('vim').set({ is_default: false }).where('type', '=', v.type).execute();
+      await tx
+        .updateTable('vim')
+        .set({ name: v.name, description: v.description, is_default: v.isDefault, config: json(v.config), secret: this.box.seal(v.secret), updated_at: new Date() })
+        .where('id', '=', id)
+        .execute();
+    });
+    return this.get(id);
+  }
+
+  /** Finds a VIM or throws 404. */
+  async get(id: string): Promise<VimRecord> {
+    const r = await this.db.selectFrom('vim').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_VIM_NOT_FOUND', `VIM ${id} not found`);
+    return this.toRecord(r as never);
+  }
+
+  /** All VIMs, oldest first. */
+  async list(): Promise<VimRecord[]> {
+    const rows = await this.db.selectFrom('vim').selectAll().orderBy('created_at').orderBy('id').execute();
+    return rows.map((r) => this.toRecord(r as never));
+  }
+
+  /** Deletes a VIM; refused while a VNF instance uses it. */
+  async delete(id: string): Promise<void> {
+    await this.get(id);
+    const users = await this.db.selectFrom('vnf_instance').select('id').where('instantiation_state', '=', 'INSTANTIATED').execute();
+    const rows = await this.db.selectFrom('vnf_instance').select(['id', 'vim_connection_info']).where('id', 'in', users.length ? users.map((u) => u.id) : ['']).execute();
+    for (const r of rows) {
+      const vci = (r.vim_connection_info ?? {}) as Record<string, { vimId?: string }>;
+      if (Object.values(vci).some((c) => c?.vimId === id)) throw vnfmError('VNFM_ERR_VIM_CONFLICT', `VIM ${id} is used by VNF instance ${r.id}`);
+    }
+    await this.db.deleteFrom('vim').where('id', '=', id).execute();
+  }
+
+  /** The default VIM of a type, if any. */
+  async getDefault(type: VimKind): Promise<VimRecord | undefined> {
+    const r = await this.db.selectFrom('vim').selectAll().where('type', '=', type).where('is_default', '=', true).executeTakeFirst();
+    return r ? this.toRecord(r as never) : undefined;
+  }
+
+  /** The SOL VimConnectionInfo (with secrets) of a registered VIM. */
+  toConnection(v: VimRecord): VimConnection {
+    if (v.type === 'openstack') {
+      return {
+        vimId: v.id,
+        vimType: VIM_TYPES.openstack,
+        interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.certVerify === false ? { skipCertificateVerification: true } : {}) },
+        accessInfo: {
+          username: v.config.username,
+          password: v.secret.password,
+          project: v.config.projectName,
+          projectDomain: v.config.projectDomainName,
+          userDomain: v.config.userDomainName,
+          region: v.config.region,
+        },
+        extra: { ...(v.config.heatEnvironment ? { heatEnvironment: v.config.heatEnvironment } : {}), ...(v.config.heatEnvironmentFiles ? { heatEnvironmentFiles: v.config.heatEnvironmentFiles } : {}) },
+      };
+    }
+    return {
+      vimId: v.id,
+      vimType: VIM_TYPES.kubernetes,
+      interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}) },
+      accessInfo: { bearer_token: v.secret.bearerToken },
+      extra: {},
+    };
+  }
+
+  /**
+   * Completes a vimConnectionInfo entry: one naming only a registered `vimId` is filled from the
+   * registry; one carrying its own interface/access info is used as given.
+   */
+  async complete(entry: Partial<VimConnection>): Promise<VimConnection> {
+    const hasOwn = entry.interfaceInfo && Object.keys(entry.interfaceInfo).length > 0 && entry.accessInfo && Object.keys(entry.accessInfo).length > 0;
+    if (hasOwn) {
+      if (!entry.vimType) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs vimType');
+      return { vimType: normalizeVimType(entry.vimType), interfaceInfo: entry.interfaceInfo ?? {}, accessInfo: entry.accessInfo ?? {}, ...(entry.vimId ? { vimId: entry.vimId } : {}), ...(entry.extra ? { extra: entry.extra } : {}) };
+    }
+    if (!entry.vimId) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs a vimId of a registered VIM, or interfaceInfo and accessInfo');
+    const r = await this.db.selectFrom('vim').selectAll().where('id', '=', entry.vimId).executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_INST_INVALID', `vimConnectionInfo names VIM ${entry.vimId}, which is not registered`);
+    const conn = this.toConnection(this.toRecord(r as never));
+    if (entry.vimType && normalizeVimType(entry.vimType) !== conn.vimType) throw vnfmError('VNFM_ERR_INST_INVALID', `VIM ${entry.vimId} is of type ${conn.vimType}, not ${entry.vimType}`);
+    return { ...conn, extra: { ...(conn.extra ?? {}), ...(entry.extra ?? {}) } };
+  }
+}
+
+/** Accepts the legacy names Tacker accepts and returns the SOL vimType. */
+export function normalizeVimType(t: string): string {
+  const l = t.toLowerCase();
+  if (l === 'kubernetes' || l === 'etsinfv.kubernetes.v_1') return VIM_TYPES.kubernetes;
+  if (l === 'openstack' || l === 'etsinfv.openstack_keystone.v_3' || l === 'etsinfv.openstack_keystone.v_2') return VIM_TYPES.openstack;
+  return t;
+}
+
+/** The `/v1.0/vims` representation: credentials masked. */
+export function vimToApi(v: VimRecord): Record<string, unknown> {
+  const authCred: Record<string, unknown> =
+    v.type === 'openstack'
+      ? { username: v.config.username, user_domain_name: v.config.userDomainName, password: '***', cert_verify: v.config.certVerify ?? true }
+      : { bearer_token: '***', ...(v.config.sslCaCert ? { ssl_ca_cert: '***' } : {}) };
+  return {
+    id: v.id,
+    name: v.name,
+    type: v.type,
+    description: v.description,
+    tenant_id: v.config.projectName ?? '',
+    auth_url: v.config.authUrl,
+    auth_cred: authCred,
+    vim_project: { name: v.config.projectName, ...(v.type === 'openstack' ? { project_domain_name: v.config.projectDomainName } : {}) },
+    placement_attr: { regions: v.config.region ? [v.config.region] : [] },
+    is_default: v.isDefault,
+    status: v.status,
+    extra: v.config.extra ?? {},
+    created_at: v.createdAt.toISOString(),
+    updated_at: v.updatedAt.toISOString(),
+  };
+}

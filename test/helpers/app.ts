@@ -1,0 +1,52 @@
+/**
+ * Builds a VNFM app for HTTP tests (`app.inject`), over a fresh test database, with a silent
+ * logger (or one that captures lines for secret-leak checks).
+ */
+import { Writable } from 'node:stream';
+import { resolveConfig, type ConfigInput } from '../../src/config.ts';
+import { createLogger } from '../../src/logger.ts';
+import { type Vnfm, type VnfmPlugin, startVnfm } from '../../src/server.ts';
+import type { Store } from '../../src/store/db.ts';
+import { testStore } from './db.ts';
+
+/** A test VNFM plus the log lines it wrote. */
+export interface TestVnfm extends Vnfm {
+  logs: string[];
+  store: Store;
+}
+
+/** Starts a VNFM for tests. `listen` true binds 127.0.0.1 on a free port. */
+export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; store?: Store; plugins?: VnfmPlugin[] } = {}): Promise<TestVnfm> {
+  const logs: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, cb) {
+      logs.push(chunk.toString());
+      cb();
+    },
+  });
+  const store = opts.store ?? (await testStore());
+  const port = opts.listen ? await freePort() : 9890;
+  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, ...(opts.config ?? {}) } as ConfigInput });
+  const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}) });
+  return {
+    ...vnfm,
+    logs,
+    store,
+    async close() {
+      await vnfm.close();
+      if (!opts.store) await store.close();
+    },
+  };
+}
+
+/** A free TCP port on 127.0.0.1. */
+export async function freePort(): Promise<number> {
+  const net = await import('node:net');
+  return new Promise((resolve, reject) => {
+    const s = net.createServer();
+    s.listen(0, '127.0.0.1', () => {
+      const a = s.address();
+      s.close(() => (a && typeof a === 'object' ? resolve(a.port) : reject(new Error('no port'))));
+    });
+  });
+}
