@@ -23,6 +23,8 @@ export interface AppContext {
   packages: PackageService;
   vims: VimRegistry;
   instances: InstanceService;
+  /** The LCM engine, set by the engine module at start-up. */
+  engine?: import('../lcm/engine.ts').Engine;
   /** Extra route registrations contributed by other modules (engine, auto-heal, sims). */
   /** LCM routes added inside each `/vnflcm/{v}` facade by the engine (operations, task resources). */
   lcmRoutes?: ((app: import('fastify').FastifyInstance, v: 'v1' | 'v2') => void | Promise<void>)[];

@@ -95,6 +95,12 @@ export class InstanceService {
     return out;
   }
 
+  /** The default VIM of a kind as a full connection, if one is registered. */
+  async defaultVim(kind: 'openstack' | 'kubernetes'): Promise<VimConnection | undefined> {
+    const v = await this.vims.getDefault(kind);
+    return v ? this.vims.toConnection(v) : undefined;
+  }
+
   /** Creates a NOT_INSTANTIATED instance from an onboarded, enabled package. */
   async create(input: CreateInstanceInput, apiVersion: 'v1' | 'v2'): Promise<VnfInstanceRecord> {
     const conns = await this.completeConnections(input.vimConnectionInfo);

@@ -80,6 +80,10 @@ function isObj(v: unknown): v is Obj {
 }
 
 function own(o: unknown, k: string): Plain | undefined {
+  if (Array.isArray(o)) {
+    const i = Number(k);
+    return Number.isInteger(i) && i >= 0 && i < o.length ? (o[i] as Plain) : undefined;
+  }
   return isObj(o) && Object.hasOwn(o, k) ? o[k] : undefined;
 }
 
@@ -143,6 +147,8 @@ class Parser {
   readonly types = new TypeRegistry(this.src);
   readonly docs = new Map<string, Obj>();
   readonly warnings: string[] = [];
+  /** ETSI type files present in the package but unreadable, replaced by the built-in types. */
+  readonly builtinStandIns = new Set<string>();
 
   constructor(readonly files: CsarFiles) {}
 
@@ -269,8 +275,18 @@ class Parser {
   }
 
   loadDefinitions(path: string): void {
-    if (this.docs.has(path)) return;
-    const doc = this.src.parse(path, this.readText(path));
+    if (this.docs.has(path) || this.builtinStandIns.has(path)) return;
+    let doc: Plain;
+    try {
+      doc = this.src.parse(path, this.readText(path));
+    } catch (e) {
+      // Copies of the ETSI type files in circulation (Tacker's among them) contain YAML that only
+      // lenient parsers accept. Their types are built in, so use those instead of failing.
+      if (!(e instanceof PackageError) || !ETSI_TYPE_FILE.test(posix.basename(path))) throw e;
+      this.builtinStandIns.add(path);
+      this.warnings.push(`${e.message}; this is an ETSI SOL001 type file, so the built-in definitions of its types are used instead`);
+      return;
+    }
     if (!isObj(doc)) {
       throw new PackageError(`a TOSCA definitions file must be a YAML map, but this one is ${describe(doc)}`, { file: path, line: 1, column: 1 });
     }
@@ -810,6 +826,7 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     p.artifactsOf(n.def, n.file, n.name, arts);
   }
   const lcmHooks: Record<string, LcmHookModel> = {};
+  const missingScripts = new Map<string, { where: string; artifactName: string; hooks: string[] }>();
   for (const h of sorted(hooks.keys())) {
     const decl = hooks.get(h);
     if (!decl) continue;
@@ -838,11 +855,16 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     const path = p.packagePath(rawFile, relTo, fileSlot.holder, fileSlot.key, `hook ${h}: artifact file`);
     const inPkg = p.files.has(path);
     if (!inPkg) {
-      p.warnings.push(
-        `${p.where(fileSlot.holder, fileSlot.key, relTo)}: script ${path} of hook ${h} (artifact '${artifactName}') is not in the package; operations that run this hook will fail`,
-      );
+      const m = missingScripts.get(path) ?? { where: p.where(fileSlot.holder, fileSlot.key, relTo), artifactName, hooks: [] };
+      m.hooks.push(h);
+      missingScripts.set(path, m);
     }
     lcmHooks[h] = { hook: h, artifactName, file: path, type, fileInPackage: inPkg };
+  }
+  for (const [path, m] of missingScripts) {
+    p.warnings.push(
+      `${m.where}: script ${path} (artifact '${m.artifactName}') is not in the package; flavour '${src.flavourId}' hooks ${m.hooks.join(', ')} will fail when run`,
+    );
   }
 
   // storages, virtual links

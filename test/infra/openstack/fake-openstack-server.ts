@@ -14,7 +14,7 @@ export interface RecordedRequest {
   body: string;
 }
 
-export type Handler = (req: RecordedRequest, res: ServerResponse) => void | Promise<void>;
+export type Handler = (req: RecordedRequest, res: ServerResponse) => unknown;
 
 export interface FakeOpenStack {
   /** http://127.0.0.1:PORT */

@@ -53,7 +53,8 @@ function index(rows: HeatResource[]): Map<string, HeatResource> {
   return new Map(rows.map((r) => [`${r.parent_resource ?? ''}/${r.resource_name}`, r]));
 }
 
-describe('real Keystone + Heat', { skip: reason ?? false, timeout: 180_000 }, () => {
+describe('real Keystone + Heat', { timeout: 180_000 }, () => {
+  const opts = { skip: reason ?? false };
   let auth: KeystoneAuth;
   let heat: HeatClient;
   let ref: HeatStackRef | undefined;
@@ -90,7 +91,7 @@ describe('real Keystone + Heat', { skip: reason ?? false, timeout: 180_000 }, ()
     }
   });
 
-  it('authenticates, finds Heat in the catalog, validates a token', async () => {
+  it('authenticates, finds Heat in the catalog, validates a token', opts, async () => {
     const token = await step('token', () => auth.getToken());
     assert.ok(token.length > 20);
     const url = await auth.endpoint('orchestration');
@@ -101,7 +102,7 @@ describe('real Keystone + Heat', { skip: reason ?? false, timeout: 180_000 }, ()
     assert.equal(await auth.validateToken('gAAAAABnot-a-token-0000000000000000000000000000'), null);
   });
 
-  it('creates, heals one VNFC at nested depth 2, scales by parameter and deletes a Tacker-like stack', async () => {
+  it('creates, heals one VNFC at nested depth 2, scales by parameter and deletes a Tacker-like stack', opts, async () => {
     const files: Record<string, string> = {};
     for (const f of readdirSync(templatesDir)) {
       if (f === 'VDU1.yaml' || f.startsWith('fake_')) files[f] = readFileSync(join(templatesDir, f), 'utf8');

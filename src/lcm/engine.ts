@@ -1,0 +1,42 @@
+/**
+ * Wires the LCM engine into a VNFM: driver registry, management drivers, grant client, request
+ * service, executor and runner, plus the LCM routes of both API facades.
+ */
+import type { AppContext } from '../api/context.ts';
+import { lcmRoutes } from '../api/vnflcm/lcm-routes.ts';
+import { InfraDriverRegistry } from '../infra/infra-driver.ts';
+import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
+import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
+import type { PluginHooks } from '../server.ts';
+import { Executor } from './executor.ts';
+import { LcmService } from './lcm-service.ts';
+import { Runner } from './runner.ts';
+
+/** The engine parts other modules use (auto-heal, tests). */
+export interface Engine {
+  lcm: LcmService;
+  runner: Runner;
+  drivers: InfraDriverRegistry;
+  mgmt: MgmtRunner;
+  grants: GrantClient;
+}
+
+/** Engine-aware context. */
+export type EngineContext = AppContext & { engine?: Engine };
+
+/** Creates the engine on a context and returns its start/stop hooks. */
+export function setupEngine(ctx: EngineContext): PluginHooks {
+  const drivers = new InfraDriverRegistry();
+  const mgmt = new MgmtRunner();
+  mgmt.register(new ScriptMgmtDriver());
+  const grants = createGrantClient(ctx.config);
+  let runner: Runner | undefined;
+  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, ctx.notifier, ctx.log, () => runner?.wake());
+  const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, notifier: ctx.notifier, instances: ctx.instances, packages: ctx.packages, lcm, drivers, mgmt, grants });
+  runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
+  ctx.engine = { lcm, runner, drivers, mgmt, grants };
+  ctx.lcmRoutes?.push(lcmRoutes(ctx, lcm));
+  const r = runner;
+  return { start: () => r.start(), stop: () => r.stop() };
+}

@@ -1,0 +1,457 @@
+/**
+ * Executes one claimed op occ as checkpointed steps:
+ *   STARTING: grant -> PROCESSING (+notification)
+ *   PROCESSING: mgmt <op>_start -> infra driver -> mgmt <op>_end -> finalize
+ *   finalize: observe the VIM, rebuild instantiatedVnfInfo, resourceChanges, COMPLETED (+notification)
+ * Each step is recorded in `op_occ.ctx.done` when it finishes, so a retry or a resume after a
+ * crash continues at the first step not done. Failures move the op to FAILED_TEMP with a
+ * ProblemDetails `error`; rollback runs the driver's undo and ends in ROLLED_BACK.
+ */
+import type { Kysely } from 'kysely';
+import type { Logger } from 'pino';
+import type { VnfmMetrics } from '../api/metrics.ts';
+import type { VnfmConfig } from '../config.ts';
+import { isVnfmError, vnfmError } from '../errors.ts';
+import type { HealPlan, InfraContext, InfraDriverRegistry, ObservedResources, ScalePlan } from '../infra/infra-driver.ts';
+import type { HookName, MgmtContext, MgmtResult, MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import type { OpOccRecord } from '../model/op-occ.ts';
+import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
+import type { GrantClient, GrantRequest, ResourceDefinition } from '../nfvo/grant-client.ts';
+import type { Notifier } from '../notify/notifier.ts';
+import { mergePatch, type PackageService } from '../packages/package-service.ts';
+import { scaleLevelsAtInstantiationLevel, validateScale, vnfcCountAtLevel } from '../packages/vnfd-scaling.ts';
+import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
+import { json } from '../store/db.ts';
+import type { Database } from '../store/schema.ts';
+import type { VimConnection } from '../vims/vim-registry.ts';
+import type { InstanceService } from './instance-service.ts';
+import { factsOf } from './instance-service.ts';
+import { rebuildInstantiatedInfo } from './instance-info.ts';
+import type { LcmService } from './lcm-service.ts';
+import { getOpOcc } from './op-occ-repo.ts';
+
+/** Persistent engine context of one op occ (the `ctx` column). */
+interface OpCtx {
+  done: string[];
+  /** Step started but not finished (crash detection). */
+  current?: string;
+  flavourId?: string;
+  instantiationLevelId?: string;
+  targetScaleLevels?: Record<string, number>;
+  targetVduCounts?: Record<string, number>;
+  fromLevel?: number;
+  toLevel?: number;
+  /** vnfcResourceInfo ids healed. */
+  healedIds?: string[];
+  driver: Record<string, unknown>;
+  mgmt: Record<string, unknown>;
+  mgmtResult?: MgmtResult;
+  [k: string]: unknown;
+}
+
+/** Steps whose interruption by a crash is safe to resume automatically. */
+const RESUMABLE_STEPS = new Set(['grant', 'infra', 'finalize', 'rollback-infra', 'rollback-finalize']);
+
+/** Dependencies of the executor. */
+export interface ExecutorDeps {
+  db: Kysely<Database>;
+  config: VnfmConfig;
+  log: Logger;
+  metrics: VnfmMetrics;
+  notifier: Notifier;
+  instances: InstanceService;
+  packages: PackageService;
+  lcm: LcmService;
+  drivers: InfraDriverRegistry;
+  mgmt: MgmtRunner;
+  grants: GrantClient;
+}
+
+/** Raised to stop an op at a step boundary (v1 cancel). */
+class Cancelled extends Error {}
+
+/** Runs op occs. */
+export class Executor {
+  constructor(private readonly d: ExecutorDeps) {}
+
+  /** Executes the op's pending action; never throws (failures are recorded on the op). */
+  async execute(op: OpOccRecord, resumedAfterCrash: boolean): Promise<void> {
+    const log = this.d.log.child({ vnfInstanceId: op.vnfInstanceId, opOccId: op.id, operation: op.operation });
+    const ctx: OpCtx = { done: [], driver: {}, mgmt: {}, ...(op.ctx as Partial<OpCtx>) };
+    try {
+      if (resumedAfterCrash && ctx.current && !RESUMABLE_STEPS.has(ctx.current)) {
+        throw vnfmError('VNFM_ERR_LCM_INTERRUPTED', `the VNFM stopped while step '${ctx.current}' was running; it was not resumed automatically because it is not known to be safe to repeat. Retry continues from that step.`);
+      }
+      if (resumedAfterCrash) log.warn({ step: ctx.current }, 'resuming operation after an interruption');
+      if (op.pending === 'rollback') await this.rollback(op, ctx, log);
+      else await this.run(op, ctx, log);
+    } catch (e) {
+      await this.failTemp(op.id, ctx, e, log);
+    }
+  }
+
+  private async save(opId: string, ctx: OpCtx): Promise<void> {
+    await this.d.db.updateTable('op_occ').set({ ctx: json(ctx) }).where('id', '=', opId).execute();
+  }
+
+  private async step(opId: string, ctx: OpCtx, name: string, log: Logger, fn: () => Promise<void>): Promise<void> {
+    if (ctx.done.includes(name)) return;
+    const row = await this.d.db.selectFrom('op_occ').select(['is_cancel_pending']).where('id', '=', opId).executeTakeFirst();
+    if (row?.is_cancel_pending) throw new Cancelled('the operation was cancelled');
+    ctx.current = name;
+    await this.save(opId, ctx);
+    const t = Date.now();
+    await fn();
+    ctx.done.push(name);
+    delete ctx.current;
+    await this.save(opId, ctx);
+    log.info({ step: name, ms: Date.now() - t }, 'step done');
+  }
+
+  private async loadAll(op: OpOccRecord, ctx: OpCtx) {
+    const instance = await this.d.instances.get(op.vnfInstanceId);
+    const vnfd = await this.d.lcm.vnfdOf(instance);
+    const flavourId = ctx.flavourId ?? (op.operation === 'INSTANTIATE' ? (op.operationParams.flavourId as string) : instance.instantiatedVnfInfo?.flavourId);
+    const flavour = flavourId ? vnfd.flavours[flavourId] : undefined;
+    if (!flavour) throw vnfmError('VNFM_ERR_INST_INVALID', `flavour ${flavourId} not found in VNFD ${vnfd.vnfdId}`);
+    ctx.flavourId = flavour.flavourId;
+    const conns = await this.d.instances.vimConnections(instance.id);
+    const vimKey = Object.keys(conns)[0];
+    const vim = vimKey ? conns[vimKey] : undefined;
+    let filesCache: Promise<Map<string, Buffer>> | undefined;
+    const files = () => {
+      filesCache ??= this.d.packages.files(instance.vnfPkgId);
+      return filesCache;
+    };
+    return { instance, vnfd, flavour, vim, vimKey: vimKey ?? 'vim1', files };
+  }
+
+  /** Computes and freezes the target levels/counts of the op (so retries use the same). */
+  private plan(op: OpOccRecord, ctx: OpCtx, instance: VnfInstanceRecord, flavour: FlavourModel): void {
+    if (ctx.targetScaleLevels && ctx.targetVduCounts) return;
+    const current: Record<string, number> = {};
+    for (const s of instance.instantiatedVnfInfo?.scaleStatus ?? []) current[s.aspectId] = s.scaleLevel;
+    for (const a of Object.keys(flavour.scalingAspects)) current[a] ??= 0;
+    if (op.operation === 'INSTANTIATE') {
+      const lvl = op.operationParams.instantiationLevelId as string | undefined;
+      ctx.instantiationLevelId = lvl ?? flavour.defaultInstantiationLevelId;
+      ctx.targetScaleLevels = scaleLevelsAtInstantiationLevel(flavour, lvl);
+      ctx.targetVduCounts = vnfcCountAtLevel(flavour, lvl);
+    } else if (op.operation === 'SCALE') {
+      const aspectId = op.operationParams.aspectId as string;
+      const from = current[aspectId] ?? 0;
+      const r = validateScale(flavour, aspectId, from, (op.operationParams.numberOfSteps as number) ?? 1, op.operationParams.type as 'SCALE_OUT' | 'SCALE_IN');
+      if (!r.ok) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', r.message);
+      ctx.fromLevel = from;
+      ctx.toLevel = r.newLevel;
+      ctx.targetScaleLevels = { ...current, [aspectId]: r.newLevel };
+      ctx.targetVduCounts = vnfcCountAtLevel(flavour, undefined, ctx.targetScaleLevels);
+    } else {
+      ctx.targetScaleLevels = current;
+      ctx.instantiationLevelId = instance.instantiatedVnfInfo?.instantiationLevelId;
+      ctx.targetVduCounts =
+        instance.instantiatedVnfInfo?.scaleStatus?.length || Object.keys(flavour.scalingAspects).length ? vnfcCountAtLevel(flavour, undefined, current) : vnfcCountAtLevel(flavour, ctx.instantiationLevelId);
+      if (op.operation === 'TERMINATE') ctx.targetVduCounts = Object.fromEntries(Object.keys(ctx.targetVduCounts).map((k) => [k, 0]));
+    }
+  }
+
+  private infraContext(op: OpOccRecord, ctx: OpCtx, all: Awaited<ReturnType<Executor['loadAll']>>, grant: Record<string, unknown> | null, log: Logger): InfraContext {
+    if (!all.vim) throw vnfmError('VNFM_ERR_INST_INVALID', `VnfInstance ${op.vnfInstanceId} has no vimConnectionInfo`);
+    return {
+      instance: all.instance,
+      opOcc: op,
+      vnfd: all.vnfd,
+      flavour: all.flavour,
+      vim: all.vim,
+      files: all.files,
+      grant,
+      state: ctx.driver,
+      checkpoint: () => this.save(op.id, ctx),
+      targetScaleLevels: ctx.targetScaleLevels ?? {},
+      targetVduCounts: ctx.targetVduCounts ?? {},
+      log,
+      config: this.d.config,
+      publicUrl: this.d.config.publicUrl,
+    };
+  }
+
+  private driverFor(vim: VimConnection | undefined) {
+    if (!vim) throw vnfmError('VNFM_ERR_INST_INVALID', 'the VNF instance has no vimConnectionInfo');
+    const drv = this.d.drivers.find(vim.vimType);
+    if (!drv) throw vnfmError('VNFM_ERR_VIM_INVALID', `no infra driver for VIM type ${vim.vimType}`);
+    return drv;
+  }
+
+  private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>, grant: Record<string, unknown> | null, log: Logger): Promise<void> {
+    const mctx: MgmtContext = {
+      hook,
+      instance: all.instance,
+      opOcc: op,
+      request: op.operationParams,
+      vnfd: all.vnfd,
+      flavour: all.flavour,
+      vim: all.vim,
+      grantRequest: op.grantRequest,
+      grant,
+      files: all.files,
+      state: ctx.mgmt,
+      checkpoint: () => this.save(op.id, ctx),
+      log,
+      config: this.d.config,
+      publicUrl: this.d.config.publicUrl,
+    };
+    const r = await this.d.mgmt.run(mctx);
+    if (r.metadata || r.extensions || r.vnfcMetadata) {
+      const prev = ctx.mgmtResult ?? {};
+      ctx.mgmtResult = {
+        ...(r.metadata || prev.metadata ? { metadata: { ...(prev.metadata ?? {}), ...(r.metadata ?? {}) } } : {}),
+        ...(r.extensions || prev.extensions ? { extensions: { ...(prev.extensions ?? {}), ...(r.extensions ?? {}) } } : {}),
+        ...(r.vnfcMetadata || prev.vnfcMetadata ? { vnfcMetadata: { ...(prev.vnfcMetadata ?? {}), ...(r.vnfcMetadata ?? {}) } } : {}),
+      };
+    }
+  }
+
+  private healPlan(op: OpOccRecord, instance: VnfInstanceRecord): HealPlan {
+    const p = op.operationParams;
+    const ap = (p.additionalParams ?? {}) as Record<string, unknown>;
+    const ids = (p.vnfcInstanceId as string[] | undefined) ?? [];
+    const targets = this.d.lcm.resolveHealTargets(instance, ids, op.apiVersion);
+    // v1: a heal without VNFC ids (SOL003) re-creates the whole VNF. v2: the whole VNF only with all=true; otherwise every VNFC.
+    const entire = ids.length === 0 && (op.apiVersion === 'v1' || ap.all === true);
+    const allTargets = ids.length === 0 && !entire ? this.d.lcm.resolveHealTargets(instance, (instance.instantiatedVnfInfo?.vnfcInfo ?? []).map((i) => i.id), 'v2') : targets;
+    return { targets: allTargets, entire, includeStorage: ap.all === true, additionalParams: ap, ...(typeof p.cause === 'string' ? { cause: p.cause } : {}) };
+  }
+
+  private scalePlan(op: OpOccRecord, ctx: OpCtx): ScalePlan {
+    const p = op.operationParams;
+    return { type: p.type as 'SCALE_OUT' | 'SCALE_IN', aspectId: p.aspectId as string, numberOfSteps: (p.numberOfSteps as number) ?? 1, fromLevel: ctx.fromLevel ?? 0, toLevel: ctx.toLevel ?? 0, additionalParams: (p.additionalParams ?? {}) as Record<string, unknown> };
+  }
+
+  private grantRequest(op: OpOccRecord, ctx: OpCtx, instance: VnfInstanceRecord, vnfd: VnfPackageModel, flavour: FlavourModel): GrantRequest {
+    const base = `${this.d.config.publicUrl}/vnflcm/${op.apiVersion}`;
+    const add: ResourceDefinition[] = [];
+    const remove: ResourceDefinition[] = [];
+    const existing = instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
+    const compute = (vduId: string, n: number, out: ResourceDefinition[]) => {
+      for (let i = 0; i < n; i++) out.push({ id: `${vduId}-${out.length}`, type: 'COMPUTE', vduId, resourceTemplateId: vduId });
+      for (const st of flavour.vdus[vduId]?.virtualStorageIds ?? []) for (let i = 0; i < n; i++) out.push({ id: `${st}-${out.length}`, type: 'STORAGE', vduId, resourceTemplateId: st });
+    };
+    const handleOf = (r: (typeof existing)[number]) => ({ resourceId: r.computeResource.resourceId, ...(r.computeResource.vimLevelResourceType ? { vimLevelResourceType: r.computeResource.vimLevelResourceType } : {}) });
+    if (op.operation === 'INSTANTIATE') for (const [vdu, n] of Object.entries(ctx.targetVduCounts ?? {})) compute(vdu, n, add);
+    else if (op.operation === 'TERMINATE') for (const r of existing) remove.push({ id: r.id, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId, resource: handleOf(r) });
+    else if (op.operation === 'SCALE') {
+      const cur = vnfcCountAtLevel(flavour, undefined, { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 });
+      for (const [vdu, n] of Object.entries(ctx.targetVduCounts ?? {})) {
+        const delta = n - (cur[vdu] ?? 0);
+        if (delta > 0) compute(vdu, delta, add);
+        if (delta < 0)
+          for (const r of existing.filter((x) => x.vduId === vdu).slice(delta))
+            remove.push({ id: r.id, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId, resource: handleOf(r) });
+      }
+    } else if (op.operation === 'HEAL') {
+      const plan = this.healPlan(op, instance);
+      const targets = plan.entire ? existing.map((r) => ({ vnfcResourceInfo: r })) : plan.targets;
+      for (const t of targets) {
+        const r = t.vnfcResourceInfo;
+        remove.push({ id: r.id, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId, resource: handleOf(r) });
+        add.push({ id: `${r.id}-new`, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId });
+        if (plan.includeStorage || plan.entire) {
+          for (const sid of r.storageResourceIds ?? []) {
+            const st = instance.instantiatedVnfInfo?.virtualStorageResourceInfo?.find((s) => s.id === sid);
+            if (!st) continue;
+            remove.push({ id: st.id, type: 'STORAGE', vduId: r.vduId, resourceTemplateId: st.virtualStorageDescId, resource: { resourceId: st.storageResource.resourceId } });
+            add.push({ id: `${st.id}-new`, type: 'STORAGE', vduId: r.vduId, resourceTemplateId: st.virtualStorageDescId });
+          }
+        }
+      }
+    }
+    return {
+      vnfInstanceId: instance.id,
+      vnfLcmOpOccId: op.id,
+      vnfdId: vnfd.vnfdId,
+      flavourId: flavour.flavourId,
+      operation: op.operation,
+      isAutomaticInvocation: op.isAutomaticInvocation,
+      ...(ctx.instantiationLevelId && op.operation === 'INSTANTIATE' ? { instantiationLevelId: ctx.instantiationLevelId } : {}),
+      ...(add.length ? { addResources: add } : {}),
+      ...(remove.length ? { removeResources: remove } : {}),
+      ...(op.operationParams.additionalParams ? { additionalParams: op.operationParams.additionalParams as Record<string, unknown> } : {}),
+      _links: { vnfLcmOpOcc: { href: `${base}/vnf_lcm_op_occs/${op.id}` }, vnfInstance: { href: `${base}/vnf_instances/${instance.id}` } },
+    };
+  }
+
+  private async run(op0: OpOccRecord, ctx: OpCtx, log: Logger): Promise<void> {
+    let op = op0;
+    const all = await this.loadAll(op, ctx);
+    this.plan(op, ctx, all.instance, all.flavour);
+    let grant = op.grant;
+    if (op.operationState === 'STARTING' || !ctx.done.includes('grant')) {
+      await this.step(op.id, ctx, 'grant', log, async () => {
+        const gr = this.grantRequest(op, ctx, all.instance, all.vnfd, all.flavour);
+        try {
+          grant = await this.d.grants.grant(gr);
+        } catch (e) {
+          if (isVnfmError(e, 'VNFM_ERR_GRANT_REJECTED')) throw Object.assign(e, { rollBack: true });
+          throw e;
+        }
+        await this.d.db.transaction().execute(async (tx) => {
+          await tx
+            .updateTable('op_occ')
+            .set({ operation_state: 'PROCESSING', state_entered_time: new Date(), grant_request: json(gr), grant: json(grant), grant_id: (grant?.id as string) ?? null })
+            .where('id', '=', op.id)
+            .execute();
+          if (op.operationState === 'STARTING') {
+            await this.d.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(all.instance), opOccId: op.id, operation: op.operation, operationState: 'PROCESSING', notificationStatus: 'START', isAutomaticInvocation: op.isAutomaticInvocation });
+          }
+        });
+        op = await getOpOcc(this.d.db, op.id);
+      });
+    }
+    const opName = op.operation === 'MODIFY_INFO' ? 'modify_information' : op.operation.toLowerCase();
+    const drv = op.operation === 'MODIFY_INFO' ? undefined : this.driverFor(all.vim);
+    await this.step(op.id, ctx, 'mgmt-start', log, () => this.hook(op, ctx, `${opName}_start` as HookName, all, grant, log));
+    await this.step(op.id, ctx, 'infra', log, async () => {
+      if (!drv) return;
+      const ictx = this.infraContext(op, ctx, all, grant, log);
+      switch (op.operation) {
+        case 'INSTANTIATE':
+          await drv.instantiate(ictx, op.operationParams);
+          break;
+        case 'TERMINATE':
+          await drv.terminate(ictx, op.operationParams);
+          break;
+        case 'SCALE':
+          await drv.scale(ictx, this.scalePlan(op, ctx));
+          break;
+        case 'HEAL': {
+          const plan = this.healPlan(op, all.instance);
+          ctx.healedIds = (plan.entire ? (all.instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []).map((r) => r.id) : plan.targets.map((t) => t.vnfcResourceInfo.id));
+          await this.save(op.id, ctx);
+          await drv.heal(ictx, plan);
+          break;
+        }
+      }
+    });
+    // Observe before the end hook so that it sees the new resources.
+    let observed: ObservedResources | undefined;
+    if (drv && op.operation !== 'TERMINATE') observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
+    const infoAfter = observed ? this.rebuild(all.instance, observed, ctx, all).info : null;
+    const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: op.operation === 'TERMINATE' ? 'NOT_INSTANTIATED' : 'INSTANTIATED', instantiatedVnfInfo: infoAfter };
+    await this.step(op.id, ctx, 'mgmt-end', log, () => this.hook(op, ctx, `${opName}_end` as HookName, { ...all, instance: instAfter }, grant, log));
+    await this.step(op.id, ctx, 'finalize', log, async () => {
+      if (drv && op.operation !== 'TERMINATE') observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
+      await this.complete(op, ctx, all, observed ?? { vnfcs: [], storages: [], virtualLinks: [] }, log);
+    });
+  }
+
+  private rebuild(instance: VnfInstanceRecord, observed: ObservedResources, ctx: OpCtx, all: { flavour: FlavourModel; vimKey: string }) {
+    const levels = ctx.targetScaleLevels ?? {};
+    return rebuildInstantiatedInfo(instance.instantiatedVnfInfo, observed, {
+      flavourId: all.flavour.flavourId,
+      vimConnectionId: all.vimKey,
+      scaleStatus: Object.entries(levels).map(([aspectId, scaleLevel]) => ({ aspectId, scaleLevel })),
+      maxScaleLevels: Object.values(all.flavour.scalingAspects).map((a) => ({ aspectId: a.aspectId, scaleLevel: a.maxScaleLevel })),
+      instantiationLevelId: ctx.instantiationLevelId,
+      healedIds: new Set(ctx.healedIds ?? []),
+      ...(ctx.mgmtResult?.vnfcMetadata ? { vnfcMetadata: ctx.mgmtResult.vnfcMetadata } : {}),
+    });
+  }
+
+  private async complete(op: OpOccRecord, ctx: OpCtx, all: Awaited<ReturnType<Executor['loadAll']>>, observed: ObservedResources, log: Logger, finalState: 'COMPLETED' | 'ROLLED_BACK' = 'COMPLETED', instantiated?: boolean): Promise<void> {
+    const inst = await this.d.instances.get(op.vnfInstanceId);
+    const terminated = instantiated === false || (instantiated === undefined && op.operation === 'TERMINATE');
+    const { info, changes } = this.rebuild(inst, observed, ctx, all);
+    const newInfo: InstantiatedVnfInfo | null = terminated ? null : info;
+    await this.d.db.transaction().execute(async (tx) => {
+      const set: Record<string, unknown> = {
+        instantiation_state: terminated ? 'NOT_INSTANTIATED' : 'INSTANTIATED',
+        instantiated_vnf_info: json(newInfo),
+        rev: inst.rev + 1,
+      };
+      if (ctx.mgmtResult?.metadata) set.metadata = json(mergePatch(inst.metadata ?? {}, ctx.mgmtResult.metadata));
+      if (ctx.mgmtResult?.extensions) set.extensions = json(mergePatch(inst.extensions ?? {}, ctx.mgmtResult.extensions));
+      if (op.operation === 'INSTANTIATE' && !terminated) {
+        const p = op.operationParams;
+        if (p.vnfConfigurableProperties) set.vnf_configurable_properties = json(mergePatch(inst.vnfConfigurableProperties ?? {}, p.vnfConfigurableProperties));
+        if (p.extensions) set.extensions = json(mergePatch(inst.extensions ?? {}, p.extensions));
+      }
+      await tx.updateTable('vnf_instance').set(set as never).where('id', '=', op.vnfInstanceId).execute();
+      const rc = changes.affectedVnfcs.length || changes.affectedVirtualLinks.length || changes.affectedVirtualStorages.length ? changes : null;
+      await tx
+        .updateTable('op_occ')
+        .set({ operation_state: finalState, state_entered_time: new Date(), resource_changes: json(rc), error: json(null), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), grant: json(null) })
+        .where('id', '=', op.id)
+        .execute();
+      const after = await this.d.instances.get(op.vnfInstanceId, tx);
+      await this.d.notifier.enqueue(tx, {
+        kind: 'VnfLcmOperationOccurrenceNotification',
+        instance: factsOf(after),
+        opOccId: op.id,
+        operation: op.operation,
+        operationState: finalState,
+        notificationStatus: 'RESULT',
+        isAutomaticInvocation: op.isAutomaticInvocation,
+        full: { affectedVnfcs: changes.affectedVnfcs, affectedVirtualLinks: changes.affectedVirtualLinks, affectedVirtualStorages: changes.affectedVirtualStorages },
+      });
+    });
+    this.d.metrics.lcmOps.inc({ operation: op.operation, result: finalState });
+    this.d.metrics.lcmOpDuration.observe({ operation: op.operation }, (Date.now() - op.startTime.getTime()) / 1000);
+    if (op.operation === 'HEAL') this.d.metrics.heals.inc({ trigger: op.isAutomaticInvocation ? 'auto' : 'manual', result: 'COMPLETED' });
+    log.info({ state: finalState, ms: Date.now() - op.startTime.getTime() }, 'lcm operation finished');
+  }
+
+  private async rollback(op: OpOccRecord, ctx: OpCtx, log: Logger): Promise<void> {
+    const all = await this.loadAll(op, ctx);
+    this.plan(op, ctx, all.instance, all.flavour);
+    const drv = this.driverFor(all.vim);
+    const opName = op.operation.toLowerCase();
+    // Rollback steps are tracked separately from the forward steps.
+    ctx.rollbackDone ??= [];
+    const rdone = ctx.rollbackDone as string[];
+    const rstep = async (name: string, fn: () => Promise<void>) => {
+      if (rdone.includes(name)) return;
+      ctx.current = `rollback-${name}`;
+      await this.save(op.id, ctx);
+      await fn();
+      rdone.push(name);
+      delete ctx.current;
+      await this.save(op.id, ctx);
+    };
+    await rstep('mgmt-start', () => this.hook(op, ctx, `${opName}_rollback_start` as HookName, all, op.grant, log));
+    await rstep('infra', async () => {
+      const ictx = this.infraContext(op, ctx, all, op.grant, log);
+      if (op.operation === 'INSTANTIATE') await drv.rollbackInstantiate(ictx);
+      else await drv.rollbackScaleOut({ ...ictx, targetScaleLevels: { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 } }, this.scalePlan(op, ctx));
+    });
+    await rstep('mgmt-end', () => this.hook(op, ctx, `${opName}_rollback_end` as HookName, all, op.grant, log));
+    if (op.operation === 'SCALE') ctx.targetScaleLevels = { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 };
+    const observed = op.operation === 'INSTANTIATE' ? { vnfcs: [], storages: [], virtualLinks: [] } : await drv.observe(this.infraContext(op, ctx, all, op.grant, log));
+    await this.complete(op, ctx, all, observed, log, 'ROLLED_BACK', op.operation !== 'INSTANTIATE');
+  }
+
+  private async failTemp(opId: string, ctx: OpCtx, e: unknown, log: Logger): Promise<void> {
+    const cancelled = e instanceof Cancelled;
+    const rolledBack = (e as { rollBack?: boolean })?.rollBack === true;
+    const err = isVnfmError(e)
+      ? { title: e.title, status: e.httpStatus, detail: e.message, type: `urn:vnfm:error:${e.code}` }
+      : cancelled
+        ? { title: 'Cancelled', status: 409, detail: 'the operation was cancelled by request' }
+        : { title: 'Internal Server Error', status: 500, detail: `unexpected failure: ${(e as Error)?.message ?? String(e)}` };
+    if (!isVnfmError(e) && !cancelled) log.error({ err: e }, 'operation failed unexpectedly');
+    else log.warn({ step: ctx.current, error: err.detail }, 'operation failed');
+    const state = rolledBack ? 'ROLLED_BACK' : 'FAILED_TEMP';
+    await this.d.db.transaction().execute(async (tx) => {
+      const row = await tx.selectFrom('op_occ').selectAll().where('id', '=', opId).executeTakeFirst();
+      if (!row) return;
+      await tx
+        .updateTable('op_occ')
+        .set({ operation_state: state, state_entered_time: new Date(), error: json(err), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), is_cancel_pending: false })
+        .where('id', '=', opId)
+        .execute();
+      const inst = await this.d.instances.get(row.vnf_instance_id, tx);
+      await this.d.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(inst), opOccId: opId, operation: row.operation, operationState: state, notificationStatus: 'RESULT', isAutomaticInvocation: row.is_automatic_invocation, error: err });
+      this.d.metrics.lcmOps.inc({ operation: row.operation, result: state });
+      if (row.operation === 'HEAL') this.d.metrics.heals.inc({ trigger: row.is_automatic_invocation ? 'auto' : 'manual', result: 'FAILED_TEMP' });
+    });
+  }
+}
