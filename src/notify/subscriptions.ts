@@ -165,7 +165,7 @@ export function validateSubscriptionRequest(req: unknown, v: SubscriptionApiVers
   if (!Value.Check(schema, req)) {
     const errs = [...Value.Errors(schema, req)];
     // Prefer the most specific error (enum / required / additionalProperties over anyOf wrappers).
-    const e = errs.find((x) => x.keyword !== 'anyOf') ?? errs[0];
+    const e = errs.find((x) => x.keyword === 'additionalProperties') ?? errs.find((x) => x.keyword !== 'anyOf' && x.keyword !== 'boolean') ?? errs[0];
     const where = `body${(e?.instancePath ?? '').replace(/\//g, '.')}`;
     const params = (e?.params ?? {}) as Record<string, unknown>;
     if (e?.keyword === 'required') bad(`${where}: missing required attribute '${String((params.requiredProperties as string[] | undefined)?.[0] ?? params.missingProperty ?? '')}'`);
@@ -189,13 +189,12 @@ export function validateSubscriptionRequest(req: unknown, v: SubscriptionApiVers
     }
     authTypes = types as NotificationAuthType[];
     credentials = {};
+    // A params block for a type that is not listed is ignored (and not stored).
     if (authTypes.includes('BASIC')) {
       const p = a.paramsBasic;
       if (!p) bad('paramsBasic must be specified when authType includes BASIC');
       if (!p.userName || p.password === undefined) bad('paramsBasic needs userName and password');
       credentials.basic = { userName: p.userName, password: p.password };
-    } else if (a.paramsBasic) {
-      bad('paramsBasic must be absent when authType does not include BASIC');
     }
     if (authTypes.includes('OAUTH2_CLIENT_CREDENTIALS')) {
       const p = a.paramsOauth2ClientCredentials;
@@ -203,8 +202,6 @@ export function validateSubscriptionRequest(req: unknown, v: SubscriptionApiVers
       if (!p.clientId || p.clientPassword === undefined || !p.tokenEndpoint) bad('paramsOauth2ClientCredentials needs clientId, clientPassword and tokenEndpoint');
       if (!isHttpUrl(p.tokenEndpoint)) bad('paramsOauth2ClientCredentials.tokenEndpoint must be an absolute http or https URL');
       credentials.oauth2 = { clientId: p.clientId, clientPassword: p.clientPassword, tokenEndpoint: p.tokenEndpoint };
-    } else if (a.paramsOauth2ClientCredentials) {
-      bad('paramsOauth2ClientCredentials must be absent when authType does not include OAUTH2_CLIENT_CREDENTIALS');
     }
   }
   return { callbackUri: b.callbackUri, filter, verbosity, authTypes, credentials };

@@ -1300,9 +1300,12 @@ export function parseVnfPackage(files: CsarFiles): VnfPackageModel {
     const nt = first?.nodeType ?? '';
     topChain = p.types.chain('node', nt, undefined);
   } else {
+    const hasTopology = own(entryDoc, 'topology_template') !== undefined && own(entryDoc, 'topology_template') !== null;
     throw new PackageError(
-      'no VNF node: topology_template.node_templates has no node whose type is derived from tosca.nodes.nfv.VNF, and no file has substitution_mappings for one',
-      p.at(entryDoc, own(entryDoc, 'topology_template') === undefined ? undefined : 'topology_template', entry),
+      hasTopology
+        ? 'no VNF node: topology_template.node_templates has no node whose type is derived from tosca.nodes.nfv.VNF, and no file has substitution_mappings for one'
+        : 'no VNF node: the file has no topology_template, and no file has substitution_mappings for a VNF node type',
+      p.at(entryDoc, hasTopology ? 'topology_template' : undefined, entry),
     );
   }
   const topValues = topNode ? vnfValues(p, topNode, entryScope) : vnfValues(p, { chain: topChain }, entryScope);

@@ -58,7 +58,7 @@ function qosClass(spec: Loose): string {
 
 function defaultPod(obj: KubeObject, creating: boolean): void {
   obj.spec ??= {};
-
+  const spec = obj.spec;
   defaultPodSpec(spec);
   spec.serviceAccountName ??= spec.serviceAccount ?? 'default';
   spec.serviceAccount ??= spec.serviceAccountName;
@@ -85,7 +85,6 @@ function defaultTemplate(obj: KubeObject): void {
 
 /** Applies defaults in place. `creating` also initialises status fields owned by the server. */
 export function applyDefaults(def: ResourceDef, obj: KubeObject, creating: boolean): void {
-
   switch (def.kind) {
     case 'Pod':
       defaultPod(obj, creating);

@@ -1,0 +1,202 @@
+/**
+ * Turns a Heat resource listing (`GET .../resources?nested_depth=N`) into the driver's
+ * {@link ObservedResources}: VNFCs, storage and internal virtual links, each with the exact Heat
+ * location (owning stack, resource name, path from the top stack) that a later heal needs.
+ *
+ * Why the full path: a heal must mark the server resource in the stack that owns it, and a
+ * server inside an AutoScalingGroup member often has the same name as a top-level resource
+ * (Tacker bug 1924214: the group and the server both named `VDU1`). The path
+ * `VDU1_scale_group/<member>/VDU1` is unique, and it stays the same when Heat replaces the
+ * server, so it also serves as the VNFC's stable key.
+ */
+import type { ObservedResources, ObservedStorage, ObservedVirtualLink, ObservedVnfc } from '../infra-driver.ts';
+import type { FlavourModel } from '../../packages/vnfd-model.ts';
+import { HeatClient, type HeatResource, type HeatStackRef } from './heat-client.ts';
+
+/** Heat types the observer maps. */
+export const HEAT_TYPES = {
+  server: 'OS::Nova::Server',
+  volume: 'OS::Cinder::Volume',
+  net: 'OS::Neutron::Net',
+  port: 'OS::Neutron::Port',
+} as const;
+
+/** What Nova says about a server, when Nova can be asked. */
+export interface ServerFacts {
+  status?: string | undefined;
+  availabilityZone?: string | undefined;
+  host?: string | undefined;
+}
+
+/** One row of the listing with its location resolved. */
+export interface LocatedResource {
+  row: HeatResource;
+  /** The stack the row lives in (from its `stack` link). */
+  stack: HeatStackRef;
+  /** Path of that stack from the top stack ('' for the top stack itself), e.g. `VDU1_scale_group/abc123`. */
+  stackPath: string;
+  /** `<stackPath>/<resource_name>` (or just the name at the top). */
+  path: string;
+}
+
+/** Joins path segments, skipping the empty top-level path. */
+function join(parent: string, name: string): string {
+  return parent === '' ? name : `${parent}/${name}`;
+}
+
+/**
+ * Resolves where every row lives: `stack` link -> stack, and stack -> path from the top, by
+ * following the `nested` links of the rows (a group's nested stack, a member's template
+ * stack). Rows whose stack cannot be placed get the path of their stack name (never thrown
+ * away: Heat may list rows of a nested stack before the row that owns it).
+ */
+export function locateResources(top: HeatStackRef, rows: readonly HeatResource[]): LocatedResource[] {
+  const stackPaths = new Map<string, string>([[top.id, '']]);
+  const owners: { nestedId: string; ownerStackId: string; name: string }[] = [];
+  const stacks: (HeatStackRef | undefined)[] = rows.map((r) => {
+    try {
+      return HeatClient.stackOfResource(r);
+    } catch {
+      return undefined;
+    }
+  });
+  rows.forEach((r, i) => {
+    const nested = HeatClient.nestedStackOfResource(r);
+    const own = stacks[i];
+    if (nested !== undefined && own !== undefined) owners.push({ nestedId: nested.id, ownerStackId: own.id, name: r.resource_name });
+  });
+  // Fixpoint: a nested stack's path is known once its owner's stack path is.
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const o of owners) {
+      if (stackPaths.has(o.nestedId)) continue;
+      const parent = stackPaths.get(o.ownerStackId);
+      if (parent === undefined) continue;
+      stackPaths.set(o.nestedId, join(parent, o.name));
+      changed = true;
+    }
+  }
+  const out: LocatedResource[] = [];
+  rows.forEach((row, i) => {
+    const stack = stacks[i] ?? top;
+    const stackPath = stackPaths.get(stack.id) ?? (row.parent_resource ? `?${row.parent_resource}` : '');
+    out.push({ row, stack, stackPath, path: join(stackPath, row.resource_name) });
+  });
+  return out;
+}
+
+/** `name/id`, the way Tacker keeps a stack in metadata and Heat wants it in URLs. */
+export function stackRefString(ref: HeatStackRef): string {
+  return `${ref.name}/${ref.id}`;
+}
+
+/** Location metadata shared by VNFC and storage entries. */
+function locationMetadata(l: LocatedResource, byStackId: Map<string, LocatedResource>): Record<string, unknown> {
+  const md: Record<string, unknown> = {
+    stack_id: stackRefString(l.stack),
+    stack_name: l.stack.name,
+    resource_name: l.row.resource_name,
+    parent_stack: l.stackPath,
+    heat_resource_path: l.path,
+  };
+  if (l.row.parent_resource) md.parent_resource = l.row.parent_resource;
+  // Tacker's names for the member resource that owns this row's stack (scale-in marks it).
+  const owner = byStackId.get(l.stack.id);
+  if (owner !== undefined) {
+    md.parent_stack_id = stackRefString(owner.stack);
+    md.parent_resource_name = owner.row.resource_name;
+  }
+  if (l.row.creation_time) md.creation_time = l.row.creation_time;
+  return md;
+}
+
+/** Inputs of {@link observeFromListing}. */
+export interface ObserveInput {
+  top: HeatStackRef;
+  rows: readonly HeatResource[];
+  flavour: FlavourModel;
+  /** Nova facts per server id (empty when Nova cannot be asked). */
+  servers?: ReadonlyMap<string, ServerFacts>;
+  /** The stack's `nfv` parameter (for `flavor` / `image-<VDU>` metadata, as Tacker reports them). */
+  nfv?: Record<string, unknown> | null;
+}
+
+/**
+ * Maps the listing to {@link ObservedResources}. Only rows named after a node of the flavour are
+ * kept (Tacker's rule): `OS::Nova::Server` named like a VDU, `OS::Cinder::Volume` like a virtual
+ * storage, `OS::Neutron::Net` like a virtual link, `OS::Neutron::Port` like a VduCp (reported as
+ * the VNFC's `cps` when in the same stack as the server). A server counts as unhealthy when Nova
+ * says ERROR or Heat has the resource in a `*_FAILED` state (e.g. marked unhealthy).
+ */
+export function observeFromListing(input: ObserveInput): ObservedResources {
+  const { flavour } = input;
+  const located = locateResources(input.top, input.rows);
+  const withId = located.filter((l) => l.row.physical_resource_id !== '' && l.row.physical_resource_id !== undefined && l.row.physical_resource_id !== null);
+  const byNestedStack = new Map<string, LocatedResource>();
+  for (const l of located) {
+    const nested = HeatClient.nestedStackOfResource(l.row);
+    if (nested !== undefined) byNestedStack.set(nested.id, l);
+  }
+  const vduNfv = (input.nfv?.VDU ?? {}) as Record<string, Record<string, unknown> | undefined>;
+
+  const storages: ObservedStorage[] = [];
+  const volumesByStack = new Map<string, LocatedResource[]>();
+  for (const l of withId) {
+    if (l.row.resource_type !== HEAT_TYPES.volume || !Object.hasOwn(flavour.virtualStorages, l.row.resource_name)) continue;
+    storages.push({
+      virtualStorageDescId: l.row.resource_name,
+      resourceId: l.row.physical_resource_id,
+      vimLevelResourceType: HEAT_TYPES.volume,
+      stableKey: l.path,
+      metadata: locationMetadata(l, byNestedStack),
+    });
+    const list = volumesByStack.get(l.stack.id) ?? [];
+    list.push(l);
+    volumesByStack.set(l.stack.id, list);
+  }
+
+  const virtualLinks: ObservedVirtualLink[] = [];
+  for (const l of withId) {
+    if (l.row.resource_type !== HEAT_TYPES.net || !Object.hasOwn(flavour.virtualLinks, l.row.resource_name)) continue;
+    virtualLinks.push({
+      vnfVirtualLinkDescId: l.row.resource_name,
+      resourceId: l.row.physical_resource_id,
+      vimLevelResourceType: HEAT_TYPES.net,
+      metadata: { stack_id: stackRefString(l.stack), resource_name: l.row.resource_name, heat_resource_path: l.path },
+    });
+  }
+
+  const vnfcs: ObservedVnfc[] = [];
+  for (const l of withId) {
+    if (l.row.resource_type !== HEAT_TYPES.server || !Object.hasOwn(flavour.vdus, l.row.resource_name)) continue;
+    const vdu = flavour.vdus[l.row.resource_name];
+    if (vdu === undefined) continue;
+    const sameStack = withId.filter((o) => o.stack.id === l.stack.id);
+    const storageIds = (volumesByStack.get(l.stack.id) ?? []).filter((v) => vdu.virtualStorageIds.includes(v.row.resource_name)).map((v) => v.row.physical_resource_id);
+    const cps = sameStack
+      .filter((o) => o.row.resource_type === HEAT_TYPES.port && vdu.cpIds.includes(o.row.resource_name))
+      .map((o) => ({ cpdId: o.row.resource_name, resourceId: o.row.physical_resource_id }));
+    const facts = input.servers?.get(l.row.physical_resource_id);
+    const metadata = locationMetadata(l, byNestedStack);
+    const v = vduNfv[vdu.vduId];
+    if (v && typeof v.computeFlavourId === 'string') metadata.flavor = v.computeFlavourId;
+    if (v && typeof v.vcImageId === 'string') metadata[`image-${vdu.vduId}`] = v.vcImageId;
+    if (facts?.host) metadata.host = facts.host;
+    const zone = facts?.availabilityZone;
+    if (zone) metadata.zone = zone;
+    const unhealthy = facts?.status === 'ERROR' || /_FAILED$/.test(l.row.resource_status ?? '');
+    vnfcs.push({
+      vduId: vdu.vduId,
+      computeResource: { resourceId: l.row.physical_resource_id, vimLevelResourceType: HEAT_TYPES.server },
+      ...(zone ? { zoneId: zone } : {}),
+      stableKey: l.path,
+      ...(storageIds.length > 0 ? { storageResourceIds: storageIds } : {}),
+      ...(cps.length > 0 ? { cps } : {}),
+      metadata,
+      ...(unhealthy ? { unhealthy: true } : {}),
+    });
+  }
+  // Newest first within a VDU, as Tacker orders vnfcResourceInfo (scale-in removes the head).
+  vnfcs.sort((a, b) => (a.vduId === b.vduId ? String(b.metadata?.creation_time ?? '').localeCompare(String(a.metadata?.creation_time ?? '')) : a.vduId.localeCompare(b.vduId)));
+  return { vnfcs, storages, virtualLinks, metadata: { stack_id: input.top.id, stack_name: input.top.name, ...(input.nfv ? { nfv: input.nfv } : {}) } };
+}

@@ -1,0 +1,709 @@
+/**
+ * The OpenStack infra driver: runs a VNF as one Heat stack built from the package's
+ * `BaseHOT/<flavourId>/` templates and Tacker's `nfv` parameter, and heals, scales and observes
+ * it through Heat (servers are never touched directly, so the stack stays the source of truth).
+ *
+ * Why it is shaped this way:
+ * - Stack `vnf-<instanceId>`, always addressed as `name/id`; the id is kept in `ctx.state` during
+ *   an operation and reported by {@link OpenStackDriver.observe} (`metadata.stack_id`).
+ * - Every operation is resumable: what was done (stack created, resources marked, update issued,
+ *   stack deleted) is recorded in `ctx.state` and checkpointed before moving on, so a retry after
+ *   a crash or a failed Heat update continues instead of repeating (no double marking, no second
+ *   stack).
+ * - VNFC heal marks the server in the stack that owns it (a group member's nested stack, found
+ *   again in a fresh listing when the stored location is stale) and then issues ONE PATCH update
+ *   of the top stack, which makes Heat replace exactly the marked resources.
+ * - Entire heal deletes and re-creates the stack from the current package and the current
+ *   parameters (the scale level of now, not of instantiation).
+ * - Scale-in marks the newest members of each shrinking AutoScalingGroup unhealthy before the
+ *   update: Heat removes failed members first, so the members Tacker would pick go. When Heat
+ *   cannot be steered (other group types, a refused mark) its own choice is accepted.
+ *
+ * Errors: Heat/Keystone 4xx -> `VNFM_ERR_VIM_FAILED` (with Heat's message), 5xx or no answer
+ * after the client's retries -> `VNFM_ERR_VIM_UNREACHABLE`, a stack ending `*_FAILED` ->
+ * `VNFM_ERR_VIM_FAILED` with Heat's `stack_status_reason`, a wait running out ->
+ * `VNFM_ERR_LCM_TIMEOUT`. No message carries a password or token.
+ */
+import { createHash } from 'node:crypto';
+import { posix } from 'node:path';
+import { VnfmError, vnfmError } from '../../errors.ts';
+import type { FlavourModel } from '../../packages/vnfd-model.ts';
+import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
+import type { VimConnection } from '../../vims/vim-registry.ts';
+import type { HealPlan, HealTarget, InfraContext, InfraDriver, ObservedResources, ScalePlan } from '../infra-driver.ts';
+import { HeatClient, type HeatResource, type HeatStack, type HeatStackRef } from './heat-client.ts';
+import { HEAT_TYPES, type LocatedResource, locateResources, observeFromListing, type ServerFacts, stackRefString } from './heat-observer.ts';
+import { buildNfvParameter, declaredParameters, type JsonObject, parseNfvParameter } from './hot-params.ts';
+import type { HttpRetryOptions } from './http-retry.ts';
+import { KeystoneAuth } from './keystone-auth.ts';
+import { NovaClient } from './nova-client.ts';
+import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
+
+/** Options of {@link createOpenStackDriver}. */
+export interface OpenStackDriverOptions {
+  /** First poll interval of stack waits; doubles per poll. @default 100 */
+  pollInitialMs?: number;
+  /** Largest poll interval of stack waits. @default 2000 */
+  pollMaxMs?: number;
+  /** `nested_depth` of the resource listings (2 reaches a server inside a group member). @default 2 */
+  nestedDepth?: number;
+  /** Retry/timeout settings of every OpenStack request. */
+  http?: HttpRetryOptions;
+  /** Ask Nova for server status and zone in {@link OpenStackDriver.observe}. @default true */
+  useNova?: boolean;
+}
+
+/** The clients of one VIM connection, kept across operations (one Keystone token cache per VIM). */
+interface VimSession {
+  auth: KeystoneAuth;
+  heat: HeatClient;
+  nova: NovaClient;
+  /** Set once the catalog proved to have no compute service (e.g. a Heat-only cloud). */
+  noNova: boolean;
+}
+
+/** What a stack create/update sends besides the parameters. */
+interface StackFields {
+  template: string;
+  files: Record<string, string>;
+  parameters: Record<string, unknown>;
+  environment?: Record<string, unknown> | string;
+}
+
+/** Persisted progress of a VNFC heal, scale or scale rollback (`ctx.state[<key>]`). */
+interface UpdateProgress {
+  /** `<owning stack id>/<resource name>` of every resource marked unhealthy so far. */
+  marked: string[];
+  /** The PATCH update was (about to be) sent; a retry re-sends it instead of marking again. */
+  updateIssued: boolean;
+}
+
+/** Persisted progress of an entire heal (`ctx.state.entireHeal`). */
+interface EntireHealProgress {
+  phase: 'deleting' | 'deleted' | 'created';
+  /** The parameters of the new stack, fixed before the old one is deleted. */
+  parameters: Record<string, unknown>;
+  oldStack?: string;
+}
+
+const STATUS_ACTIONS = ['CREATE', 'UPDATE', 'DELETE', 'ROLLBACK', 'SUSPEND', 'RESUME', 'ADOPT', 'SNAPSHOT', 'CHECK', 'RESTORE'];
+/** Every status a stack can rest in. */
+const SETTLED = STATUS_ACTIONS.flatMap((a) => [`${a}_COMPLETE`, `${a}_FAILED`]).concat('INIT_COMPLETE');
+const GROUP_SCALING = 'OS::Heat::AutoScalingGroup';
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+/** The stack id part of `name/id` (or the value itself when it has no '/'). */
+function idOf(stackId: string): string {
+  const i = stackId.lastIndexOf('/');
+  return i < 0 ? stackId : stackId.slice(i + 1);
+}
+
+function refOf(stack: HeatStack): HeatStackRef {
+  return { name: stack.stack_name, id: stack.id };
+}
+
+/** The stack name of a VNF instance (Tacker's convention). */
+export function stackNameOf(instanceId: string): string {
+  return `vnf-${instanceId}`;
+}
+
+/**
+ * Maps a failure of an OpenStack call to the catalog error the engine acts on, keeping Heat's
+ * message (already free of secrets) and prefixing what the driver was doing.
+ */
+function toDriverError(e: unknown, what: string): unknown {
+  if (!(e instanceof OpenStackError)) return e;
+  const detail = `${what}: ${e.message}`;
+  const opts = { cause: e, ...(e.extra === undefined ? {} : { extra: e.extra }) };
+  switch (e.kind) {
+    case OpenStackErrorKind.waitTimeout:
+      return vnfmError('VNFM_ERR_LCM_TIMEOUT', detail, opts);
+    case OpenStackErrorKind.stackFailed:
+      return vnfmError('VNFM_ERR_VIM_FAILED', detail, opts);
+    case OpenStackErrorKind.timeout:
+    case OpenStackErrorKind.connection:
+      return vnfmError('VNFM_ERR_VIM_UNREACHABLE', detail, opts);
+    case OpenStackErrorKind.aborted:
+      return vnfmError('VNFM_ERR_LCM_INTERRUPTED', detail, opts);
+    default:
+      if (e.status !== undefined && e.status >= 500) return vnfmError('VNFM_ERR_VIM_UNREACHABLE', detail, opts);
+      if (e.retryable) return vnfmError('VNFM_ERR_VIM_UNREACHABLE', detail, opts);
+      return vnfmError('VNFM_ERR_VIM_FAILED', detail, opts);
+  }
+}
+
+/** The OpenStack (Heat) implementation of {@link InfraDriver}. */
+export class OpenStackDriver implements InfraDriver {
+  readonly vimTypes = ['ETSINFV.OPENSTACK_KEYSTONE.V_3', 'ETSINFV.OPENSTACK_KEYSTONE.V_2', 'OPENSTACK', 'openstack'] as const;
+  private readonly sessions = new Map<string, VimSession>();
+  private readonly pollInitialMs: number;
+  private readonly pollMaxMs: number;
+  private readonly nestedDepth: number;
+  private readonly http: HttpRetryOptions | undefined;
+  private readonly useNova: boolean;
+
+  constructor(options: OpenStackDriverOptions = {}) {
+    this.pollInitialMs = options.pollInitialMs ?? 100;
+    this.pollMaxMs = Math.max(options.pollMaxMs ?? 2000, this.pollInitialMs);
+    this.nestedDepth = Math.max(2, options.nestedDepth ?? 2);
+    this.http = options.http;
+    this.useNova = options.useNova ?? true;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // InfraDriver
+
+  async instantiate(ctx: InfraContext, req: Record<string, unknown>): Promise<void> {
+    await this.guard('instantiate', async () => {
+      const s = this.session(ctx.vim);
+      const additional = isObject(req.additionalParams) ? req.additionalParams : {};
+      const current = await this.findStack(ctx, s.heat);
+      const fields = await this.stackFields(ctx, {
+        current: null,
+        extVirtualLinks: Array.isArray(req.extVirtualLinks) ? req.extVirtualLinks : undefined,
+        requestNfv: additional.nfv,
+      });
+      await this.ensureStack(ctx, s, fields, current);
+    });
+  }
+
+  async terminate(ctx: InfraContext): Promise<void> {
+    await this.guard('terminate', async () => {
+      const s = this.session(ctx.vim);
+      await this.deleteStack(ctx, s);
+    });
+  }
+
+  async rollbackInstantiate(ctx: InfraContext): Promise<void> {
+    await this.guard('rollback instantiate', async () => {
+      const s = this.session(ctx.vim);
+      await this.deleteStack(ctx, s);
+    });
+  }
+
+  async scale(ctx: InfraContext, plan: ScalePlan): Promise<void> {
+    await this.guard(`scale (${plan.type} ${plan.aspectId})`, async () => {
+      const s = this.session(ctx.vim);
+      await this.resize(ctx, s, 'scale', ctx.targetVduCounts, plan.additionalParams.nfv);
+    });
+  }
+
+  async rollbackScaleOut(ctx: InfraContext, plan: ScalePlan): Promise<void> {
+    await this.guard(`rollback scale out (${plan.aspectId})`, async () => {
+      const s = this.session(ctx.vim);
+      const levels: Record<string, number> = {};
+      for (const a of ctx.instance.instantiatedVnfInfo?.scaleStatus ?? []) levels[a.aspectId] = a.scaleLevel;
+      Object.assign(levels, ctx.targetScaleLevels);
+      levels[plan.aspectId] = plan.fromLevel;
+      const known: Record<string, number> = {};
+      for (const [k, v] of Object.entries(levels)) if (Object.hasOwn(ctx.flavour.scalingAspects, k)) known[k] = v;
+      const counts = vnfcCountAtLevel(ctx.flavour, undefined, known);
+      await this.resize(ctx, s, 'scaleRollback', counts, undefined);
+    });
+  }
+
+  async heal(ctx: InfraContext, plan: HealPlan): Promise<void> {
+    await this.guard(plan.entire ? 'heal (entire VNF)' : 'heal', async () => {
+      const s = this.session(ctx.vim);
+      if (plan.entire) await this.healEntire(ctx, s, plan);
+      else if (plan.targets.length > 0) await this.healVnfcs(ctx, s, plan);
+      else ctx.log.info({ step: 'heal' }, 'heal: no VNFC to heal');
+    });
+  }
+
+  async observe(ctx: InfraContext): Promise<ObservedResources> {
+    return this.guard('observe', async () => {
+      const s = this.session(ctx.vim);
+      const stack = await this.findStack(ctx, s.heat);
+      if (stack === null) return { vnfcs: [], storages: [], virtualLinks: [], metadata: {} };
+      const ref = refOf(stack);
+      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
+      const serverIds = rows.filter((r) => r.resource_type === HEAT_TYPES.server && r.physical_resource_id).map((r) => r.physical_resource_id);
+      const servers = serverIds.length > 0 ? await this.serverFacts(ctx, s, serverIds) : new Map<string, ServerFacts>();
+      return observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv) });
+    });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // sessions, stacks, fields
+
+  /** Runs `fn`, turning OpenStack failures into catalog errors named after the operation. */
+  private async guard<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (e) {
+      throw toDriverError(e, what);
+    }
+  }
+
+  /** The cached clients of a VIM connection (keyed by a digest of endpoint + credentials). */
+  private session(vim: VimConnection): VimSession {
+    const ii = vim.interfaceInfo ?? {};
+    const ai = vim.accessInfo ?? {};
+    const authUrl = str(ii.endpoint) ?? str(ii.authUrl) ?? str(ii.auth_url);
+    const username = str(ai.username) ?? str(ai.userName);
+    const password = typeof ai.password === 'string' ? ai.password : undefined;
+    const projectName = str(ai.project) ?? str(ai.projectName) ?? str(ai.tenant);
+    const projectId = str(ai.projectId);
+    if (!authUrl) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection has no interfaceInfo.endpoint (Keystone v3 URL)');
+    if (!username || password === undefined) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection needs accessInfo.username and accessInfo.password');
+    if (!projectName && !projectId) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection needs accessInfo.project (or projectId)');
+    const userDomain = str(ai.userDomain) ?? str(ai.userDomainName) ?? 'Default';
+    const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
+    const region = str(ai.region) ?? str(ii.region);
+    const heatEndpoint = str(ii.heatEndpoint);
+    const key = createHash('sha256')
+      .update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, region, heatEndpoint]))
+      .digest('hex');
+    const cached = this.sessions.get(key);
+    if (cached !== undefined) return cached;
+    const auth = new KeystoneAuth({
+      authUrl,
+      username,
+      password,
+      ...(projectId ? { projectId } : { projectName: projectName as string }),
+      userDomainName: userDomain,
+      projectDomainName: projectDomain,
+      ...(region ? { region } : {}),
+      ...(heatEndpoint ? { endpointOverrides: { orchestration: heatEndpoint } } : {}),
+      ...(this.http ? { http: this.http } : {}),
+    });
+    const session: VimSession = {
+      auth,
+      heat: new HeatClient({ auth, pollInitialMs: this.pollInitialMs, pollMaxMs: this.pollMaxMs }),
+      nova: new NovaClient({ auth }),
+      noNova: false,
+    };
+    this.sessions.set(key, session);
+    return session;
+  }
+
+  /**
+   * The instance's live stack, or null: tries the stack recorded during this operation, the one
+   * in `instantiatedVnfInfo.metadata`, then the name `vnf-<id>`. A stack Heat reports
+   * `DELETE_COMPLETE` (an entire heal that deleted it) does not count.
+   */
+  private async findStack(ctx: InfraContext, heat: HeatClient): Promise<HeatStack | null> {
+    const name = stackNameOf(ctx.instance.id);
+    const md = ctx.instance.instantiatedVnfInfo?.metadata ?? {};
+    const candidates: string[] = [];
+    const fromState = str(ctx.state.stack);
+    if (fromState?.includes('/')) candidates.push(fromState);
+    const mdId = str(md.stack_id);
+    if (mdId) candidates.push(mdId.includes('/') ? mdId : `${str(md.stack_name) ?? name}/${mdId}`);
+    const tried = new Set<string>();
+    for (const c of candidates) {
+      if (tried.has(c)) continue;
+      tried.add(c);
+      const s = await heat.findStack(c);
+      if (s !== null && s.stack_status !== 'DELETE_COMPLETE') return s;
+    }
+    const byName = await heat.findStack(name);
+    return byName !== null && byName.stack_status !== 'DELETE_COMPLETE' ? byName : null;
+  }
+
+  private async requireStack(ctx: InfraContext, heat: HeatClient): Promise<HeatStack> {
+    const stack = await this.findStack(ctx, heat);
+    if (stack === null) throw vnfmError('VNFM_ERR_VIM_FAILED', `Heat stack ${stackNameOf(ctx.instance.id)} of VNF instance ${ctx.instance.id} does not exist`);
+    ctx.state.stack = stackRefString(refOf(stack));
+    return stack;
+  }
+
+  /**
+   * Template, nested files, environment and parameters of the instance's stack, from the
+   * current package (`BaseHOT/<flavourId>/`) and the VIM's Heat environment.
+   */
+  private async stackFields(
+    ctx: InfraContext,
+    opts: { current: JsonObject | null; extVirtualLinks?: readonly unknown[] | undefined; requestNfv?: unknown; vduCounts?: Readonly<Record<string, number>> },
+  ): Promise<StackFields> {
+    const base = ctx.vnfd.baseHotDirs[ctx.flavour.flavourId];
+    if (base === undefined) {
+      throw vnfmError('VNFM_ERR_INST_INVALID', `the VNF package has no Heat templates for flavour '${ctx.flavour.flavourId}' (BaseHOT/${ctx.flavour.flavourId}/ is missing)`);
+    }
+    const pkg = await ctx.files();
+    const text = (path: string): string => {
+      const buf = pkg.get(path);
+      if (buf === undefined) throw vnfmError('VNFM_ERR_INST_INVALID', `the VNF package lacks ${path}`);
+      return buf.toString('utf8');
+    };
+    const template = text(base.topTemplate);
+    const extra = ctx.vim.extra ?? {};
+    const files: Record<string, string> = {};
+    if (isObject(extra.heatEnvironmentFiles)) {
+      for (const [k, v] of Object.entries(extra.heatEnvironmentFiles)) if (typeof v === 'string') files[k] = v;
+    }
+    for (const nested of base.nestedTemplates) files[posix.basename(nested)] = text(nested);
+    const parameters: Record<string, unknown> = {};
+    if (declaredParameters(template).has('nfv')) {
+      parameters.nfv = buildNfvParameter({
+        flavour: ctx.flavour,
+        vduCounts: opts.vduCounts ?? ctx.targetVduCounts,
+        grant: ctx.grant,
+        grantRequest: ctx.opOcc.grantRequest,
+        current: opts.current,
+        extVirtualLinks: opts.extVirtualLinks,
+        requestNfv: opts.requestNfv,
+      });
+    }
+    const env = extra.heatEnvironment;
+    return { template, files, parameters, ...(isObject(env) || (typeof env === 'string' && env !== '') ? { environment: env } : {}) };
+  }
+
+  private timeoutMins(ctx: InfraContext): number {
+    return Math.max(1, Math.ceil(ctx.config.vim.stackTimeoutMs / 60_000));
+  }
+
+  private wait(ctx: InfraContext, heat: HeatClient, ref: HeatStackRef, target: string): Promise<HeatStack> {
+    return heat.waitForStatus(ref, {
+      target,
+      timeoutMs: ctx.config.vim.stackTimeoutMs,
+      onPoll: (st) => ctx.log.debug({ step: 'heat.wait', stack: ref.name, status: st.stack_status }, 'stack status'),
+    });
+  }
+
+  /** Waits until no action runs on the stack, whatever its outcome (a retry after a crash mid-wait). */
+  private async settle(ctx: InfraContext, heat: HeatClient, ref: HeatStackRef): Promise<HeatStack> {
+    const st = await heat.getStack(ref);
+    if (!st.stack_status.endsWith('_IN_PROGRESS')) return st;
+    ctx.log.info({ step: 'heat.settle', stack: ref.name, status: st.stack_status }, 'waiting for the running stack action to end');
+    return heat.waitForStatus(ref, { target: SETTLED, failOn: [], timeoutMs: ctx.config.vim.stackTimeoutMs });
+  }
+
+  /**
+   * Makes the stack exist and be `*_COMPLETE` with `fields`: creates it, or adopts the one a
+   * previous attempt created (waits for it; re-converges a failed one with an update).
+   */
+  private async ensureStack(ctx: InfraContext, s: VimSession, fields: StackFields, existing: HeatStack | null): Promise<HeatStack> {
+    const name = stackNameOf(ctx.instance.id);
+    if (existing === null) {
+      let ref: HeatStackRef;
+      try {
+        ctx.log.info({ step: 'heat.create', stack: name }, 'creating stack');
+        ref = await s.heat.createStack({
+          name,
+          template: fields.template,
+          files: fields.files,
+          parameters: fields.parameters,
+          ...(fields.environment === undefined ? {} : { environment: fields.environment }),
+          timeoutMins: this.timeoutMins(ctx),
+          disableRollback: true,
+        });
+      } catch (e) {
+        if (!OpenStackError.isStatus(e, 409)) throw e;
+        // Created by an earlier attempt whose answer was lost: adopt it.
+        const found = await this.findStack(ctx, s.heat);
+        if (found === null) throw e;
+        return this.ensureStack(ctx, s, fields, found);
+      }
+      ctx.state.stack = stackRefString(ref);
+      await ctx.checkpoint();
+      return this.wait(ctx, s.heat, ref, 'CREATE_COMPLETE');
+    }
+    const ref = refOf(existing);
+    ctx.state.stack = stackRefString(ref);
+    await ctx.checkpoint();
+    const settled = await this.settle(ctx, s.heat, ref);
+    const status = settled.stack_status;
+    if (status === 'CREATE_COMPLETE' || status === 'UPDATE_COMPLETE') {
+      ctx.log.info({ step: 'heat.adopt', stack: name, status }, 'stack already exists; adopted');
+      return settled;
+    }
+    if (status.startsWith('DELETE_')) {
+      await s.heat.deleteStack(ref);
+      await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs });
+      delete ctx.state.stack;
+      await ctx.checkpoint();
+      return this.ensureStack(ctx, s, fields, null);
+    }
+    // CREATE_FAILED / UPDATE_FAILED / ROLLBACK_*: an update with the full fields retries the failed resources.
+    ctx.log.info({ step: 'heat.reconverge', stack: name, status }, 'stack exists in a failed state; updating it');
+    await s.heat.updateStackPatch(ref, {
+      template: fields.template,
+      files: fields.files,
+      parameters: fields.parameters,
+      ...(fields.environment === undefined ? {} : { environment: fields.environment }),
+      timeoutMins: this.timeoutMins(ctx),
+    });
+    return this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
+  }
+
+  /** Deletes the instance's stack (if any) and waits until its name is free. */
+  private async deleteStack(ctx: InfraContext, s: VimSession): Promise<void> {
+    const stack = await this.findStack(ctx, s.heat);
+    if (stack === null) return;
+    const ref = refOf(stack);
+    ctx.state.stack = stackRefString(ref);
+    ctx.log.info({ step: 'heat.delete', stack: ref.name }, 'deleting stack');
+    await this.settle(ctx, s.heat, ref);
+    await s.heat.deleteStack(ref);
+    await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // scale
+
+  /**
+   * PATCHes the stack's `nfv` so each VDU has `counts` members. For every shrinking
+   * AutoScalingGroup the newest members are marked unhealthy first (Heat removes failed members
+   * first); their marks and the update are recorded in `ctx.state[key]`.
+   */
+  private async resize(ctx: InfraContext, s: VimSession, key: 'scale' | 'scaleRollback', counts: Readonly<Record<string, number>>, requestNfv: unknown): Promise<void> {
+    const stack = await this.requireStack(ctx, s.heat);
+    const ref = refOf(stack);
+    const progress = this.progress(ctx, key);
+    const fields = await this.stackFields(ctx, { current: parseNfvParameter(stack.parameters?.nfv), requestNfv, vduCounts: counts });
+    if (!progress.updateIssued) {
+      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
+      await this.markScaleInVictims(ctx, s, ref, rows, counts, progress);
+    }
+    await this.settle(ctx, s.heat, ref);
+    progress.updateIssued = true;
+    await ctx.checkpoint();
+    ctx.log.info({ step: 'heat.update', stack: ref.name, counts }, 'updating stack (desired capacity)');
+    await s.heat.updateStackPatch(ref, { parameters: fields.parameters, timeoutMins: this.timeoutMins(ctx) });
+    await this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
+  }
+
+  private async markScaleInVictims(
+    ctx: InfraContext,
+    s: VimSession,
+    top: HeatStackRef,
+    rows: readonly HeatResource[],
+    counts: Readonly<Record<string, number>>,
+    progress: UpdateProgress,
+  ): Promise<void> {
+    const located = locateResources(top, rows);
+    const ownerOf = new Map<string, LocatedResource>();
+    for (const l of located) {
+      const nested = HeatClient.nestedStackOfResource(l.row);
+      if (nested !== undefined) ownerOf.set(nested.id, l);
+    }
+    for (const [vduId, want] of Object.entries(counts)) {
+      const servers = located.filter((l) => l.row.resource_type === HEAT_TYPES.server && l.row.resource_name === vduId && l.row.physical_resource_id);
+      if (servers.length <= want) continue;
+      // member = the resource (in the group's nested stack) whose nested stack holds the server
+      const members: LocatedResource[] = [];
+      for (const srv of servers) {
+        const member = ownerOf.get(srv.stack.id);
+        const group = member === undefined ? undefined : ownerOf.get(member.stack.id);
+        if (member !== undefined && group?.row.resource_type === GROUP_SCALING) members.push(member);
+      }
+      if (members.length !== servers.length) {
+        ctx.log.info({ step: 'heat.scale_in', vduId }, 'VDU is not in an AutoScalingGroup: Heat chooses the members to remove');
+        continue;
+      }
+      members.sort((a, b) => String(b.row.creation_time ?? '').localeCompare(String(a.row.creation_time ?? '')));
+      for (const m of members.slice(0, servers.length - want)) {
+        if (/_FAILED$/.test(m.row.resource_status ?? '')) continue; // removed first anyway
+        await this.mark(ctx, s, m, progress, 'scale in: removed by the VNFM', true);
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // heal
+
+  private progress(ctx: InfraContext, key: string): UpdateProgress {
+    const cur = ctx.state[key];
+    if (isObject(cur) && Array.isArray(cur.marked) && typeof cur.updateIssued === 'boolean') return cur as unknown as UpdateProgress;
+    const fresh: UpdateProgress = { marked: [], updateIssued: false };
+    ctx.state[key] = fresh;
+    return fresh;
+  }
+
+  /** Marks one resource unhealthy in the stack that owns it, once per operation (checkpointed). */
+  private async mark(ctx: InfraContext, s: VimSession, l: LocatedResource, progress: UpdateProgress, reason: string, bestEffort = false): Promise<void> {
+    const key = `${l.stack.id}/${l.row.resource_name}`;
+    if (progress.marked.includes(key)) return;
+    ctx.log.info({ step: 'heat.mark_unhealthy', stack: l.stack.name, resource: l.row.resource_name, path: l.path }, 'marking resource unhealthy');
+    try {
+      await s.heat.markUnhealthy(l.stack, l.row.resource_name, reason);
+    } catch (e) {
+      if (!bestEffort || !(e instanceof OpenStackError) || e.status === undefined || e.status >= 500) throw e;
+      ctx.log.warn({ step: 'heat.mark_unhealthy', resource: l.row.resource_name, err: e.message }, 'Heat refused the mark; it chooses the members to remove');
+      return;
+    }
+    progress.marked.push(key);
+    await ctx.checkpoint();
+  }
+
+  /**
+   * Finds a heal target's server in a fresh listing: where its metadata says (owning stack +
+   * resource name) when that row still holds the server, else wherever the server id is, else the
+   * stored location or resource path (the server was replaced since the last observation).
+   */
+  private locateTarget(located: readonly LocatedResource[], target: HealTarget): LocatedResource {
+    const info = target.vnfcResourceInfo;
+    const md = info.metadata ?? {};
+    const rid = info.computeResource.resourceId;
+    const servers = located.filter((l) => l.row.resource_type === HEAT_TYPES.server);
+    const mdStack = str(md.stack_id);
+    const mdName = str(md.resource_name) ?? info.vduId;
+    const atMetadata = mdStack === undefined ? undefined : servers.find((l) => l.stack.id === idOf(mdStack) && l.row.resource_name === mdName);
+    if (atMetadata !== undefined && atMetadata.row.physical_resource_id === rid) return atMetadata;
+    const byId = servers.find((l) => l.row.physical_resource_id === rid);
+    if (byId !== undefined) return byId;
+    if (atMetadata !== undefined) return atMetadata;
+    const path = str(md.heat_resource_path);
+    const byPath = path === undefined ? undefined : servers.find((l) => l.path === path);
+    if (byPath !== undefined) return byPath;
+    throw vnfmError(
+      'VNFM_ERR_VIM_FAILED',
+      `VNFC ${target.vnfcInfo.id} (server ${rid}, VDU ${info.vduId}) is not in Heat stack ${located[0]?.stack.name ?? ''}: observe the instance again before healing`,
+    );
+  }
+
+  /** Volumes of a heal target: its storage in the server's own stack, plus any listed by id. */
+  private targetVolumes(ctx: InfraContext, located: readonly LocatedResource[], server: LocatedResource, target: HealTarget): LocatedResource[] {
+    const vdu = ctx.flavour.vdus[target.vnfcResourceInfo.vduId];
+    const ids = new Set(target.vnfcResourceInfo.storageResourceIds ?? []);
+    for (const v of ctx.instance.instantiatedVnfInfo?.virtualStorageResourceInfo ?? []) if (ids.has(v.id)) ids.add(v.storageResource.resourceId);
+    return located.filter(
+      (l) =>
+        l.row.resource_type === HEAT_TYPES.volume &&
+        (ids.has(l.row.physical_resource_id) || (l.stack.id === server.stack.id && (vdu?.virtualStorageIds ?? []).includes(l.row.resource_name))),
+    );
+  }
+
+  private async healVnfcs(ctx: InfraContext, s: VimSession, plan: HealPlan): Promise<void> {
+    const stack = await this.requireStack(ctx, s.heat);
+    const ref = refOf(stack);
+    const progress = this.progress(ctx, 'vnfcHeal');
+    const reason = plan.cause ? `heal by the VNFM: ${plan.cause}` : 'heal by the VNFM';
+    const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
+    const located = locateResources(ref, rows);
+    for (const target of plan.targets) {
+      const server = this.findHealTarget(ctx, located, target, progress);
+      if (server === undefined) continue;
+      await this.markForHeal(ctx, s, server, target, progress, reason);
+      if (plan.includeStorage) {
+        for (const vol of this.targetVolumes(ctx, located, server, target)) await this.markForHeal(ctx, s, vol, target, progress, reason);
+      }
+    }
+    await this.settle(ctx, s.heat, ref);
+    progress.updateIssued = true;
+    await ctx.checkpoint();
+    const requestNfv = plan.additionalParams.nfv;
+    const patch = isObject(requestNfv) ? (await this.stackFields(ctx, { current: parseNfvParameter(stack.parameters?.nfv), requestNfv })).parameters : undefined;
+    ctx.log.info({ step: 'heat.update', stack: ref.name, marked: progress.marked.length }, 'updating stack (replaces the marked resources)');
+    await s.heat.updateStackPatch(ref, { ...(patch === undefined ? {} : { parameters: patch }), timeoutMins: this.timeoutMins(ctx) });
+    await this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
+  }
+
+  /**
+   * The server of a heal target, or undefined when a previous attempt already handled it: after
+   * the update was issued a target whose original server is gone has been replaced.
+   */
+  private findHealTarget(ctx: InfraContext, located: readonly LocatedResource[], target: HealTarget, progress: UpdateProgress): LocatedResource | undefined {
+    if (!progress.updateIssued) return this.locateTarget(located, target);
+    const rid = target.vnfcResourceInfo.computeResource.resourceId;
+    const still = located.find((l) => l.row.resource_type === HEAT_TYPES.server && l.row.physical_resource_id === rid);
+    if (still === undefined) return undefined;
+    ctx.log.debug({ step: 'heal.retry', resource: still.path, status: still.row.resource_status }, 'target not replaced yet');
+    return still;
+  }
+
+  /**
+   * Marks a heal resource unless this operation already did. A resource marked earlier whose
+   * row Heat shows `*_COMPLETE` again with the same id (Heat dropped the mark, e.g. a rollback)
+   * is marked once more; one still `CHECK_FAILED` / `*_FAILED` is left as is: the next update
+   * replaces it.
+   */
+  private async markForHeal(ctx: InfraContext, s: VimSession, l: LocatedResource, target: HealTarget, progress: UpdateProgress, reason: string): Promise<void> {
+    const key = `${l.stack.id}/${l.row.resource_name}`;
+    if (progress.marked.includes(key)) {
+      const status = l.row.resource_status ?? '';
+      const original = l.row.physical_resource_id === target.vnfcResourceInfo.computeResource.resourceId || l.row.resource_type === HEAT_TYPES.volume;
+      if (!(original && status.endsWith('_COMPLETE') && !status.startsWith('CHECK_'))) return;
+      ctx.log.warn({ step: 'heat.mark_unhealthy', resource: l.path, status }, 'Heat no longer holds the mark; marking again');
+      progress.marked.splice(progress.marked.indexOf(key), 1);
+    }
+    await this.mark(ctx, s, l, progress, reason);
+  }
+
+  private async healEntire(ctx: InfraContext, s: VimSession, plan: HealPlan): Promise<void> {
+    let progress = ctx.state.entireHeal as EntireHealProgress | undefined;
+    if (!isObject(progress) || typeof progress.phase !== 'string') {
+      const stack = await this.findStack(ctx, s.heat);
+      const current = stack === null ? null : parseNfvParameter(stack.parameters?.nfv);
+      const fields = await this.stackFields(ctx, { current, requestNfv: plan.additionalParams.nfv });
+      progress = { phase: 'deleting', parameters: fields.parameters, ...(stack === null ? {} : { oldStack: stackRefString(refOf(stack)) }) };
+      ctx.state.entireHeal = progress;
+      await ctx.checkpoint();
+    }
+    if (progress.phase === 'deleting') {
+      const old = progress.oldStack === undefined ? null : await s.heat.findStack(progress.oldStack);
+      if (old !== null && old.stack_status !== 'DELETE_COMPLETE') {
+        const ref = refOf(old);
+        ctx.log.info({ step: 'heat.delete', stack: ref.name }, 'entire heal: deleting stack');
+        await this.settle(ctx, s.heat, ref);
+        await s.heat.deleteStack(ref);
+        await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs });
+      }
+      progress.phase = 'deleted';
+      delete ctx.state.stack;
+      await ctx.checkpoint();
+    }
+    // 'deleted' or 'created': create (or adopt what an earlier attempt created) from the current package.
+    const fields = await this.stackFields(ctx, { current: null });
+    fields.parameters = progress.parameters;
+    const existing = await this.findStack(ctx, s.heat);
+    const created = await this.ensureStack(ctx, s, fields, existing);
+    progress.phase = 'created';
+    ctx.state.stack = stackRefString(refOf(created));
+    await ctx.checkpoint();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // observe helpers
+
+  /** Status and zone of servers from Nova (one listing); empty when the cloud has no Nova. */
+  private async serverFacts(ctx: InfraContext, s: VimSession, ids: readonly string[]): Promise<Map<string, ServerFacts>> {
+    const out = new Map<string, ServerFacts>();
+    if (!this.useNova || s.noNova) return out;
+    try {
+      await s.auth.endpoint('compute');
+    } catch (e) {
+      if (e instanceof OpenStackError && e.kind === OpenStackErrorKind.catalog) {
+        s.noNova = true;
+        return out;
+      }
+      throw e;
+    }
+    try {
+      const wanted = new Set(ids);
+      const servers = await s.nova.listServers({ detail: true });
+      for (const srv of servers) {
+        if (!wanted.has(srv.id)) continue;
+        out.set(srv.id, { status: srv.status, availabilityZone: srv.availabilityZone, host: srv.host });
+      }
+    } catch (e) {
+      // Heat's view is enough to observe; Nova only adds status and zone.
+      ctx.log.warn({ step: 'nova.list', err: e instanceof Error ? e.message : String(e) }, 'cannot read servers from Nova');
+    }
+    return out;
+  }
+}
+
+/** Whether `e` is a catalog error (for callers that want to tell driver errors from bugs). */
+export function isDriverError(e: unknown): e is VnfmError {
+  return e instanceof VnfmError;
+}
+
+/**
+ * The OpenStack driver the VNFM registers for `ETSINFV.OPENSTACK_KEYSTONE.V_3` VIMs. Keeps one
+ * Keystone session per VIM connection for its lifetime.
+ */
+export function createOpenStackDriver(options: OpenStackDriverOptions = {}): InfraDriver {
+  return new OpenStackDriver(options);
+}
+
+export type { FlavourModel };

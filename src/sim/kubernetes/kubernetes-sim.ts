@@ -1,0 +1,199 @@
+/**
+ * Starts a self-contained simulated Kubernetes cluster: an in-memory API server speaking the real
+ * REST API (enough for kubectl and @kubernetes/client-node), worker nodes, and the controllers that
+ * make workloads behave (scheduler, kubelet, ReplicaSet, Deployment, StatefulSet, DaemonSet, garbage
+ * collector, namespaces, endpoints, volumes), plus `/_sim` fault injection. It exists so the VNFM's
+ * Kubernetes driver, tests, demos and benchmarks can run against realistic behaviour without a cluster.
+ */
+import { randomBytes } from 'node:crypto';
+import { createServer as createHttpServer } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
+import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
+import { stringify as toYaml } from 'yaml';
+import { ApiServer } from './api-server.ts';
+import { ClusterApi } from './cluster-api.ts';
+import type { ControllerContext } from './controllers/context.ts';
+import { DaemonSetController } from './controllers/daemonset-controller.ts';
+import { DeploymentController } from './controllers/deployment-controller.ts';
+import { EndpointsController } from './controllers/endpoints-controller.ts';
+import { EventRecorder } from './controllers/event-recorder.ts';
+import { GarbageCollector } from './controllers/garbage-collector.ts';
+import { Kubelet } from './controllers/kubelet.ts';
+import { NamespaceController } from './controllers/namespace-controller.ts';
+import { NodeController, workerNode } from './controllers/node-controller.ts';
+import { ReplicaSetController } from './controllers/replicaset-controller.ts';
+import { Scheduler } from './controllers/scheduler.ts';
+import { StatefulSetController } from './controllers/statefulset-controller.ts';
+import { StorageController } from './controllers/storage-controller.ts';
+import { WorkQueue } from './controllers/work-queue.ts';
+import { ApiFaults } from './faults.ts';
+import { ObjectStore } from './object-store.ts';
+import { R } from './resource-registry.ts';
+import { createSimControl } from './sim-control.ts';
+import { createSelfSignedCert } from './tls-cert.ts';
+
+/** Options of {@link startKubernetesSim}. */
+export interface KubernetesSimOptions {
+  /** Interface to listen on. @default '127.0.0.1' */
+  host?: string;
+  /** TCP port; 0 picks a free one. @default 0 */
+  port?: number;
+  /** Bearer token clients must present. @default a random 32-hex-char token */
+  token?: string;
+  /** Number of Ready worker nodes (`worker-1..N`). @default 3 */
+  nodes?: number;
+  /** Time a simulated kubelet takes to start or stop a pod. @default 100 */
+  kubeletDelayMs?: number;
+  /** Receives one line per request and per internal error. @default no logging */
+  logger?: (line: string) => void;
+}
+
+/** First byte of a TLS ClientHello record (handshake content type). */
+const TLS_HANDSHAKE = 0x16;
+
+/** A running simulated cluster. */
+export interface KubernetesSim {
+  /**
+   * HTTPS base URL of the API server, e.g. `https://127.0.0.1:6443` (kubectl only sends bearer
+   * tokens over TLS). The certificate is self-signed; see {@link KubernetesSim.caCert}.
+   */
+  readonly url: string;
+  /** Plain-HTTP base URL on the same port (convenient for curl / fetch, e.g. the `/_sim` API). */
+  readonly httpUrl: string;
+  /** PEM of the self-signed server certificate, to trust it (it is also in {@link kubeconfig}). */
+  readonly caCert: string;
+  /** Bearer token accepted by the API server and the `/_sim` endpoints. */
+  readonly token: string;
+  /**
+   * A kubeconfig (YAML) pointing kubectl / client-node at this cluster with the token.
+   * `namespace` sets the context's default namespace.
+   */
+  kubeconfig(opts?: { namespace?: string; name?: string }): string;
+  /** Stops the server, ends watches and timers. */
+  close(): Promise<void>;
+}
+
+function bootstrap(api: ClusterApi, nodes: number): void {
+  for (const ns of ['default', 'kube-system', 'kube-public', 'kube-node-lease']) {
+    api.create(R.namespaces, '', { metadata: { name: ns } });
+  }
+  for (let i = 1; i <= nodes; i++) api.create(R.nodes, '', workerNode(`worker-${i}`, i));
+  api.create(R.storageclasses, '', {
+    metadata: { name: 'standard', annotations: { 'storageclass.kubernetes.io/is-default-class': 'true' } },
+    provisioner: 'sim.k8s.io/hostpath',
+    reclaimPolicy: 'Delete',
+    volumeBindingMode: 'Immediate',
+    allowVolumeExpansion: true,
+  });
+  api.create(R.services, 'default', {
+    metadata: { name: 'kubernetes', namespace: 'default', labels: { component: 'apiserver', provider: 'kubernetes' } },
+    spec: { clusterIP: '10.96.0.1', ports: [{ name: 'https', port: 443, protocol: 'TCP', targetPort: 6443 }] },
+  });
+  api.create(R.endpoints, 'default', {
+    metadata: { name: 'kubernetes', namespace: 'default', labels: { 'endpointslice.kubernetes.io/skip-mirror': 'true' } },
+    subsets: [{ addresses: [{ ip: '192.168.0.2' }], ports: [{ name: 'https', port: 6443, protocol: 'TCP' }] }],
+  });
+}
+
+/** Starts the simulated cluster and its HTTP API. */
+export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promise<KubernetesSim> {
+  const host = opts.host ?? '127.0.0.1';
+  const token = opts.token ?? randomBytes(16).toString('hex');
+  const log = opts.logger ?? (() => {});
+  const store = new ObjectStore();
+  const api = new ClusterApi(store);
+  const queue = new WorkQueue((key, err) => log(`controller error in ${key}: ${(err as Error)?.stack ?? String(err)}`));
+  const events = new EventRecorder(api);
+  const ctx: ControllerContext = { api, store, queue, events, settings: { kubeletDelayMs: Math.max(0, opts.kubeletDelayMs ?? 100) }, log };
+
+  new GarbageCollector(ctx);
+  new Scheduler(ctx);
+  const kubelet = new Kubelet(ctx);
+  new ReplicaSetController(ctx);
+  new DeploymentController(ctx);
+  new StatefulSetController(ctx);
+  new DaemonSetController(ctx);
+  new NamespaceController(ctx);
+  new EndpointsController(ctx);
+  new StorageController(ctx);
+  const nodes = new NodeController(ctx);
+
+  bootstrap(api, Math.max(0, opts.nodes ?? 3));
+
+  const faults = new ApiFaults();
+  let address = '';
+  // The control handler needs the server's watch registry, created just below.
+  let server: ApiServer | undefined;
+  const simControl = createSimControl({
+    ctx,
+    api,
+    faults,
+    kubelet,
+    nodes,
+    endWatches: () => server?.endWatches(),
+    watchCount: () => server?.watchCount() ?? 0,
+  });
+  server = new ApiServer({ api, store, faults, token, log, simControl, serverAddress: () => address });
+  const apiServer = server;
+  const cert = createSelfSignedCert([host]);
+  const httpServer = createHttpServer(apiServer.handle);
+  const httpsServer = createHttpsServer({ key: cert.keyPem, cert: cert.certPem }, apiServer.handle);
+  for (const srv of [httpServer, httpsServer]) srv.keepAliveTimeout = 65_000;
+  const sockets = new Set<Socket>();
+  // One port for both protocols: a TLS ClientHello starts with 0x16, plain HTTP with a method name.
+  const front = createNetServer((socket) => {
+    sockets.add(socket);
+    socket.on('close', () => sockets.delete(socket));
+    socket.on('error', () => socket.destroy());
+    socket.once('data', (first: Buffer) => {
+      socket.pause();
+      socket.unshift(first);
+      (first[0] === TLS_HANDSHAKE ? httpsServer : httpServer).emit('connection', socket);
+      process.nextTick(() => socket.resume());
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    front.once('error', reject);
+    front.listen(opts.port ?? 0, host, () => {
+      front.off('error', reject);
+      resolve();
+    });
+  });
+  const port = (front.address() as AddressInfo).port;
+  const urlHost = host.includes(':') ? `[${host}]` : host === '0.0.0.0' ? '127.0.0.1' : host;
+  address = `${urlHost}:${port}`;
+  const url = `https://${address}`;
+  const httpUrl = `http://${address}`;
+  let closed = false;
+
+  return {
+    url,
+    httpUrl,
+    caCert: cert.certPem,
+    token,
+    kubeconfig(o = {}) {
+      const name = o.name ?? 'sim';
+      return toYaml({
+        apiVersion: 'v1',
+        kind: 'Config',
+        clusters: [{ name, cluster: { server: url, 'certificate-authority-data': Buffer.from(cert.certPem).toString('base64') } }],
+        users: [{ name, user: { token } }],
+        contexts: [{ name, context: { cluster: name, user: name, namespace: o.namespace ?? 'default' } }],
+        'current-context': name,
+        preferences: {},
+      });
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      queue.close();
+      apiServer.endWatches();
+      await new Promise<void>((resolve) => {
+        front.close(() => resolve());
+        for (const s of sockets) s.destroy();
+        httpServer.closeAllConnections();
+        httpsServer.closeAllConnections();
+      });
+    },
+  };
+}

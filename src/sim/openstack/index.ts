@@ -1,0 +1,15 @@
+/**
+ * Simulated OpenStack (Keystone v3, Heat v1, Nova) for tests, demos and benchmarks of the VNFM's
+ * OpenStack driver. Independent of the product code: it speaks only HTTP.
+ */
+export type { ComputeEvent } from './compute-service.ts';
+export { type OpenStackSim, type OpenStackSimCredentials, startOpenStackSim } from './openstack-sim.ts';
+export {
+  DEFAULT_ADMIN_PASSWORD,
+  DEFAULT_DOMAIN,
+  DEFAULT_SIM_ADMIN_SECRET,
+  type OpenStackSimOptions,
+  type SimLogger,
+  type SimProjectConfig,
+  type SimUserConfig,
+} from './options.ts';

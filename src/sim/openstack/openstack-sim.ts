@@ -1,0 +1,194 @@
+/**
+ * Starts the simulated OpenStack: Keystone v3 (`/v3`), Heat v1 (`/v1/{project_id}`), Nova
+ * (`/v2.1`) and the `/_sim` control API on one HTTP port. It lets the VNFM's OpenStack driver,
+ * its heal logic and the e2e tests run without a cloud while talking real OpenStack HTTP.
+ */
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ComputeService } from './compute-service.ts';
+import { HeatApi } from './heat/heat-api.ts';
+import { HeatEngine } from './heat/heat-engine.ts';
+import { header, readJsonBody, SimHttpError, type SimRequest, type SimResponse, sendResponse, sleep, toSimRequest } from './http-kit.ts';
+import { KeystoneService } from './keystone.ts';
+import { NetworkService } from './network-service.ts';
+import { type OpenStackSimOptions, resolveOpenStackSimOptions } from './options.ts';
+import { SimAdmin, type SimRuntime, type SimService } from './sim-admin.ts';
+import { VolumeService } from './volume-service.ts';
+
+/** Credentials of the default user, in the shape of Tacker's `vimConnectionInfo.accessInfo`. */
+export interface OpenStackSimCredentials {
+  /** Keystone v3 URL (`${url}/v3`). */
+  readonly authUrl: string;
+  readonly username: string;
+  readonly password: string;
+  /** Project name. */
+  readonly project: string;
+  readonly projectId: string;
+  readonly userDomain: string;
+  readonly projectDomain: string;
+  readonly region: string;
+}
+
+/** A running simulated OpenStack. */
+export interface OpenStackSim {
+  /** Base URL (`http://127.0.0.1:<port>`); Keystone is `${url}/v3`. */
+  readonly url: string;
+  /** Keystone v3 URL, `${url}/v3`. */
+  readonly authUrl: string;
+  readonly credentials: OpenStackSimCredentials;
+  /** Secret accepted by `/_sim` (header `X-Sim-Admin-Secret`). */
+  readonly adminSecret: string;
+  /** Names of the simulated compute hosts. */
+  readonly hosts: readonly string[];
+  /** Moves the `nfv-orchestration` catalog entry (e.g. once the VNFM's port is known). */
+  setVnfmUrl(url: string): void;
+  /** Registers a URL receiving compute fault events (what the Server Notifier sim subscribes with). */
+  addFaultWebhook(url: string, secret?: string): void;
+  /** Changes how long each Heat stack operation stays in progress. */
+  setHeatDelayMs(ms: number): void;
+  /** Stops the server and every pending timer. */
+  close(): Promise<void>;
+}
+
+function serviceOf(req: SimRequest): SimService | undefined {
+  const first = req.segments[0];
+  if (first === 'v3') return 'identity';
+  if (first === 'v1') return 'orchestration';
+  if (first === 'v2.1' || first === 'v2') return 'compute';
+  return undefined;
+}
+
+/** Starts the simulated OpenStack on `opts.host:opts.port` (ephemeral port by default). */
+export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise<OpenStackSim> {
+  const o = resolveOpenStackSimOptions(opts);
+  const runtime: SimRuntime = {
+    heatDelayMs: o.heatDelayMs,
+    latencyMs: 0,
+    breakRemaining: 0,
+    breakStatus: 503,
+    breakServices: ['identity', 'orchestration', 'compute'],
+    vnfmUrl: o.vnfmUrl,
+  };
+  let baseUrl = '';
+  const base = (): string => baseUrl;
+  const keystone = new KeystoneService(o, { baseUrl: base, vnfmUrl: () => runtime.vnfmUrl });
+  const network = new NetworkService();
+  const volumes = new VolumeService();
+  const compute = new ComputeService(o.hosts, network, volumes, base);
+  const engine = new HeatEngine({
+    compute,
+    network,
+    volumes,
+    logger: o.logger,
+    delayMs: () => runtime.heatDelayMs,
+    heatBase: (projectId) => `${base()}/v1/${projectId}`,
+  });
+  const heatApi = new HeatApi(engine, base);
+  const admin = new SimAdmin(runtime, compute, engine, keystone, o.adminSecret, o.logger);
+  if (o.faultWebhook) admin.addWebhook(o.faultWebhook, o.faultWebhookSecret);
+
+  const route = async (req: SimRequest): Promise<SimResponse> => {
+    const ctl = admin.handle(req);
+    if (ctl) return ctl;
+    if (req.segments.length === 0 && req.method === 'GET') {
+      return { status: 300, body: { versions: { values: [keystone.versionDoc()] } } };
+    }
+    const service = serviceOf(req);
+    if (runtime.latencyMs > 0) await sleep(runtime.latencyMs);
+    if (runtime.breakRemaining > 0 && service !== undefined && runtime.breakServices.includes(service)) {
+      runtime.breakRemaining -= 1;
+      const status = runtime.breakStatus;
+      return {
+        status,
+        body: { error: { code: status, title: status === 503 ? 'Service Unavailable' : 'Error', message: 'The server is currently unavailable. Please try again at a later time.' } },
+      };
+    }
+    const ks = keystone.handle(req);
+    if (ks) return ks;
+    if (service === undefined) {
+      throw new SimHttpError(404, { error: { code: 404, title: 'Not Found', message: 'The resource could not be found.' } });
+    }
+    const token = keystone.validate(header(req, 'x-auth-token'));
+    if (!token) {
+      throw new SimHttpError(401, {
+        error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' },
+      });
+    }
+    const out = heatApi.handle(req, token) ?? compute.handle(req, token);
+    if (out) return out;
+    throw new SimHttpError(404, { error: { code: 404, title: 'Not Found', message: 'The resource could not be found.' } });
+  };
+
+  const onRequest = (raw: IncomingMessage, res: ServerResponse): void => {
+    void (async () => {
+      try {
+        // Devstack-style `/identity` prefix is accepted as an alias of the root.
+        if (raw.url?.startsWith('/identity/') || raw.url === '/identity') raw.url = raw.url.slice('/identity'.length) || '/';
+        const body = await readJsonBody(raw);
+        const req = toSimRequest(raw, body);
+        const out = await route(req);
+        sendResponse(res, out);
+      } catch (e) {
+        if (e instanceof SimHttpError) {
+          sendResponse(res, { status: e.status, body: e.body });
+          return;
+        }
+        o.logger.error({ err: (e as Error).message, url: raw.url }, 'openstack sim: unexpected error');
+        sendResponse(res, { status: 500, body: { error: { code: 500, title: 'Internal Server Error', message: (e as Error).message } } });
+      }
+    })();
+  };
+
+  const server = createServer(onRequest);
+  server.keepAliveTimeout = 1000;
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
+  const addr = server.address() as AddressInfo;
+  const host = o.host === '0.0.0.0' || o.host === '::' ? '127.0.0.1' : o.host.includes(':') ? `[${o.host}]` : o.host;
+  baseUrl = o.publicUrl ?? `http://${host}:${addr.port}`;
+  const first = o.users[0] as (typeof o.users)[number];
+  const project = first.projects[0] ?? 'admin';
+  const credentials: OpenStackSimCredentials = {
+    authUrl: `${baseUrl}/v3`,
+    username: first.name,
+    password: first.password,
+    project,
+    projectId: keystone.projectIdByName(project, first.domain) ?? '',
+    userDomain: first.domain,
+    projectDomain: first.domain,
+    region: o.region,
+  };
+  o.logger.info({ url: baseUrl, hosts: o.hosts }, 'openstack sim listening');
+  let closed = false;
+  return {
+    url: baseUrl,
+    authUrl: `${baseUrl}/v3`,
+    credentials,
+    adminSecret: o.adminSecret,
+    hosts: compute.hosts.map((h) => h.name),
+    setVnfmUrl: (url) => {
+      runtime.vnfmUrl = url;
+    },
+    addFaultWebhook: (url, secret) => {
+      admin.addWebhook(url, secret);
+    },
+    setHeatDelayMs: (ms) => {
+      runtime.heatDelayMs = Math.max(0, ms);
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      engine.close();
+      await admin.drain();
+      await new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      });
+    },
+  };
+}
