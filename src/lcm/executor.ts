@@ -94,18 +94,25 @@ export class Executor {
     await this.d.db.updateTable('op_occ').set({ ctx: json(ctx) }).where('id', '=', opId).execute();
   }
 
-  private async step(opId: string, ctx: OpCtx, name: string, log: Logger, fn: () => Promise<void>): Promise<void> {
+  private async step(opId: string, ctx: OpCtx, name: string, log: Logger, fn: () => Promise<void | 'skipped'>, needed: () => boolean = () => true): Promise<void> {
     if (ctx.done.includes(name)) return;
-    const row = await this.d.db.selectFrom('op_occ').select(['is_cancel_pending']).where('id', '=', opId).executeTakeFirst();
-    if (row?.is_cancel_pending) throw new Cancelled('the operation was cancelled');
+    if (!needed()) {
+      // Nothing to do in this step (e.g. no management hook applies): no checkpoint write needed.
+      ctx.done.push(name);
+      return;
+    }
     ctx.current = name;
-    await this.save(opId, ctx);
+    // One write per step start: checkpoint "started" (crash detection) and read the cancel flag.
+    const row = await this.d.db.updateTable('op_occ').set({ ctx: json(ctx) }).where('id', '=', opId).returning(['is_cancel_pending']).executeTakeFirst();
+    if (row?.is_cancel_pending) throw new Cancelled('the operation was cancelled');
     const t = Date.now();
-    await fn();
+    const r = await fn();
     ctx.done.push(name);
     delete ctx.current;
-    await this.save(opId, ctx);
-    log.info({ step: name, ms: Date.now() - t }, 'step done');
+    if (r !== 'skipped') {
+      await this.save(opId, ctx);
+      log.info({ step: name, ms: Date.now() - t }, 'step done');
+    }
   }
 
   private async loadAll(op: OpOccRecord, ctx: OpCtx) {
@@ -182,7 +189,7 @@ export class Executor {
     return drv;
   }
 
-  private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>, grant: Record<string, unknown> | null, log: Logger): Promise<void> {
+  private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>, grant: Record<string, unknown> | null, log: Logger): Promise<void | 'skipped'> {
     const mctx: MgmtContext = {
       hook,
       instance: all.instance,
@@ -200,6 +207,7 @@ export class Executor {
       config: this.d.config,
       publicUrl: this.d.config.publicUrl,
     };
+    if (!this.d.mgmt.applies(mctx)) return 'skipped';
     const r = await this.d.mgmt.run(mctx);
     if (r.metadata || r.extensions || r.vnfcMetadata) {
       const prev = ctx.mgmtResult ?? {};
@@ -209,6 +217,10 @@ export class Executor {
         ...(r.vnfcMetadata || prev.vnfcMetadata ? { vnfcMetadata: { ...(prev.vnfcMetadata ?? {}), ...(r.vnfcMetadata ?? {}) } } : {}),
       };
     }
+  }
+
+  private hookNeeded(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>): boolean {
+    return this.d.mgmt.applies({ hook, instance: all.instance, opOcc: op, request: op.operationParams, vnfd: all.vnfd, flavour: all.flavour, vim: all.vim, grantRequest: null, grant: null, files: all.files, state: ctx.mgmt, checkpoint: async () => undefined, log: this.d.log, config: this.d.config, publicUrl: this.d.config.publicUrl });
   }
 
   private healPlan(op: OpOccRecord, instance: VnfInstanceRecord): HealPlan {
@@ -309,7 +321,7 @@ export class Executor {
     }
     const opName = op.operation === 'MODIFY_INFO' ? 'modify_information' : op.operation.toLowerCase();
     const drv = op.operation === 'MODIFY_INFO' ? undefined : this.driverFor(all.vim);
-    await this.step(op.id, ctx, 'mgmt-start', log, () => this.hook(op, ctx, `${opName}_start` as HookName, all, grant, log));
+    await this.step(op.id, ctx, 'mgmt-start', log, () => this.hook(op, ctx, `${opName}_start` as HookName, all, grant, log), () => this.hookNeeded(op, ctx, `${opName}_start` as HookName, all));
     await this.step(op.id, ctx, 'infra', log, async () => {
       if (!drv) return;
       const ictx = this.infraContext(op, ctx, all, grant, log);
@@ -337,9 +349,15 @@ export class Executor {
     if (drv && op.operation !== 'TERMINATE') observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
     const infoAfter = observed ? this.rebuild(all.instance, observed, ctx, all).info : null;
     const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: op.operation === 'TERMINATE' ? 'NOT_INSTANTIATED' : 'INSTANTIATED', instantiatedVnfInfo: infoAfter };
-    await this.step(op.id, ctx, 'mgmt-end', log, () => this.hook(op, ctx, `${opName}_end` as HookName, { ...all, instance: instAfter }, grant, log));
+    let endHookRan = false;
+    await this.step(op.id, ctx, 'mgmt-end', log, async () => {
+      const r = await this.hook(op, ctx, `${opName}_end` as HookName, { ...all, instance: instAfter }, grant, log);
+      endHookRan = r !== 'skipped';
+      return r;
+    }, () => this.hookNeeded(op, ctx, `${opName}_end` as HookName, all));
     await this.step(op.id, ctx, 'finalize', log, async () => {
-      if (drv && op.operation !== 'TERMINATE') observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
+      // The end hook may have changed the VIM (e.g. registered alarms): observe again then.
+      if (drv && op.operation !== 'TERMINATE' && (endHookRan || !observed)) observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
       await this.complete(op, ctx, all, observed ?? { vnfcs: [], storages: [], virtualLinks: [] }, log);
     });
   }
@@ -408,7 +426,7 @@ export class Executor {
     // Rollback steps are tracked separately from the forward steps.
     ctx.rollbackDone ??= [];
     const rdone = ctx.rollbackDone as string[];
-    const rstep = async (name: string, fn: () => Promise<void>) => {
+    const rstep = async (name: string, fn: () => Promise<void | 'skipped'>) => {
       if (rdone.includes(name)) return;
       ctx.current = `rollback-${name}`;
       await this.save(op.id, ctx);

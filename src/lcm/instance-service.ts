@@ -172,7 +172,7 @@ export class InstanceService {
     let opId = '';
     await this.db.transaction().execute(async (tx) => {
       const inst = await this.get(id, tx);
-      const op = await insertOpOcc(tx, { vnfInstanceId: id, operation: 'MODIFY_INFO', state: 'PROCESSING', params: patch as Record<string, unknown>, pending: null, apiVersion });
+      const op = await insertOpOcc(tx, { vnfInstanceId: id, operation: 'MODIFY_INFO', state: 'PROCESSING', params: withoutAccessInfo(patch), pending: null, apiVersion });
       opId = op.id;
       await this.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(inst), opOccId: op.id, operation: 'MODIFY_INFO', operationState: 'PROCESSING', notificationStatus: 'START', isAutomaticInvocation: false });
       const set: Record<string, unknown> = { rev: inst.rev + 1 };
@@ -228,3 +228,15 @@ export class InstanceService {
   }
 }
 
+/** The request as kept in `operationParams`: VIM credentials (accessInfo) are sealed elsewhere and never echoed. */
+function withoutAccessInfo(patch: ModifyInstanceInput): Record<string, unknown> {
+  if (!patch.vimConnectionInfo) return { ...patch };
+  const vci = Object.fromEntries(
+    Object.entries(patch.vimConnectionInfo).map(([k, c]) => {
+      if (c === null) return [k, null];
+      const { accessInfo: _secret, ...rest } = c;
+      return [k, rest];
+    }),
+  );
+  return { ...patch, vimConnectionInfo: vci };
+}

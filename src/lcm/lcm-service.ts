@@ -37,9 +37,7 @@ export class LcmService {
 
   /** The parsed VNFD of an instance's package. */
   async vnfdOf(inst: VnfInstanceRecord): Promise<VnfPackageModel> {
-    const p = await this.packages.get(inst.vnfPkgId);
-    if (!p.vnfd) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${p.id} has no VNFD`);
-    return p.vnfd;
+    return this.packages.vnfd(inst.vnfPkgId);
   }
 
   private flavourOf(vnfd: VnfPackageModel, flavourId: string): FlavourModel {

@@ -59,6 +59,10 @@ export class MgmtRunner {
   register(d: MgmtDriver): void {
     this.drivers.push(d);
   }
+  /** Whether any driver acts on this hook (so the engine can skip the step cheaply). */
+  applies(ctx: MgmtContext): boolean {
+    return this.drivers.some((d) => d.applies(ctx));
+  }
   /** Runs the hook; results are merged in order. */
   async run(ctx: MgmtContext): Promise<MgmtResult> {
     const out: MgmtResult = {};

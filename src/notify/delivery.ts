@@ -114,6 +114,7 @@ export class DeliveryWorker {
     this.wake();
     await this.loopDone;
     await Promise.allSettled([...this.inflight]);
+    await this.refreshPendingGauge().catch(() => undefined);
   }
 
   /** Looks for work now instead of at the next poll (call after committing new notifications). */

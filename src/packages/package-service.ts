@@ -72,6 +72,9 @@ function toRecord(r: Record<string, unknown>): PackageRecord {
 /** Package operations used by the API and the engine. */
 export class PackageService {
   private readonly inflight = new Set<Promise<void>>();
+  /** Onboarded VNFDs never change: cache them by package id. */
+  private readonly vnfdCache = new Map<string, VnfPackageModel>();
+  private readonly filesCache = new Map<string, Map<string, Buffer>>();
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -117,9 +120,26 @@ export class PackageService {
     return Buffer.from(r.content);
   }
 
-  /** The files of an onboarded package, read from its stored CSAR. */
+  /** The files of an onboarded package, read from its stored CSAR (cached: content is immutable once onboarded). */
   async files(id: string): Promise<Map<string, Buffer>> {
-    return readCsar(await this.content(id));
+    const hit = this.filesCache.get(id);
+    if (hit) return hit;
+    const files = await readCsar(await this.content(id));
+    if (this.filesCache.size > 64) this.filesCache.clear();
+    this.filesCache.set(id, files);
+    return files;
+  }
+
+  /** The VNFD model of an onboarded package (cached). */
+  async vnfd(id: string): Promise<VnfPackageModel> {
+    const hit = this.vnfdCache.get(id);
+    if (hit) return hit;
+    const r = await this.db.selectFrom('vnf_package').select(['vnfd', 'onboarding_state']).where('id', '=', id).executeTakeFirst();
+    if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `VNF package ${id} not found`);
+    if (r.onboarding_state !== 'ONBOARDED' || !r.vnfd) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is not onboarded`);
+    const model = r.vnfd as VnfPackageModel;
+    this.vnfdCache.set(id, model);
+    return model;
   }
 
   /**
@@ -214,6 +234,8 @@ export class PackageService {
     const inUse = await this.db.selectFrom('vnf_instance').select('id').where('vnf_pkg_id', '=', id).executeTakeFirst();
     if (inUse) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is referenced by VNF instance ${inUse.id}`);
     await this.db.deleteFrom('vnf_package').where('id', '=', id).execute();
+    this.vnfdCache.delete(id);
+    this.filesCache.delete(id);
   }
 }
 

@@ -57,7 +57,7 @@ export interface VduModel {
   readonly initialDelta: number;
   /** Ids of the virtual storages attached (`requirements.virtual_storage`), in declaration order. */
   readonly virtualStorageIds: readonly string[];
-  /** Ids of the VduCps bound to this VDU, ordered by `order` then name. */
+  /** Ids of the VduCps bound to this VDU, in node-template declaration order. */
   readonly cpIds: readonly string[];
   readonly swImage?: SwImageModel;
   readonly flavour?: VirtualComputeModel;

@@ -967,7 +967,7 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
         vduId = r.target;
       } else if (r.name === 'virtual_link') {
         const t = byName.get(r.target);
-        if (!t || t.kind !== 'vl') {
+        if (t?.kind !== 'vl') {
           p.fail(`${n.name}: requirement virtual_link names '${r.target}', which is not a virtual link (VnfVirtualLink) of this flavour`, r.slot.holder, r.slot.key, file);
         }
         vlId = r.target;

@@ -20,14 +20,17 @@ export interface SourcePos {
 /** Plain JSON-like value produced from YAML. */
 export type Plain = null | boolean | number | string | Plain[] | { [k: string]: Plain };
 
-/** Upper bound on converted nodes per document: stops alias expansion bombs ("billion laughs"). */
+/** Upper bound on converted nodes per document, a backstop for huge files. */
 const MAX_NODES = 2_000_000;
+/** Upper bound on nodes produced by expanding aliases: stops alias bombs ("billion laughs") early. */
+const MAX_ALIAS_NODES = 100_000;
 /** Upper bound on nesting depth, far above any real VNFD and far below the JS stack limit. */
 const MAX_DEPTH = 400;
 
 /** Defines an own enumerable property, so a key named `__proto__` stays data and never touches the prototype. */
 function setOwn(obj: { [k: string]: Plain }, key: string, value: Plain): void {
-  Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  if (key === '__proto__') Object.defineProperty(obj, key, { value, enumerable: true, writable: true, configurable: true });
+  else obj[key] = value;
 }
 
 interface ConvertState {
@@ -35,6 +38,8 @@ interface ConvertState {
   readonly doc: Document;
   readonly lc: LineCounter;
   count: number;
+  aliasCount: number;
+  inAlias: number;
 }
 
 /**
@@ -86,7 +91,7 @@ export class YamlSources {
   }
 
   private convertDoc(file: string, doc: Document, lc: LineCounter): Plain {
-    const st: ConvertState = { file, doc, lc, count: 0 };
+    const st: ConvertState = { file, doc, lc, count: 0, aliasCount: 0, inAlias: 0 };
     const root = doc.contents;
     if (root === null || root === undefined) return null;
     return this.convert(root as YamlNode, st, 0);
@@ -152,7 +157,8 @@ export class YamlSources {
 
   private convert(node: YamlNode, st: ConvertState, depth: number): Plain {
     st.count += 1;
-    if (st.count > MAX_NODES) {
+    if (st.inAlias > 0) st.aliasCount += 1;
+    if (st.count > MAX_NODES || st.aliasCount > MAX_ALIAS_NODES) {
       const p = this.pos(st, node);
       throw new PackageError('YAML document is too large once aliases are expanded', p ? { file: st.file, line: p.line, column: p.column } : { file: st.file });
     }
@@ -163,7 +169,12 @@ export class YamlSources {
     if (isAlias(node)) {
       const target = node.resolve(st.doc);
       if (!target) return null;
-      return this.convert(target as YamlNode, st, depth + 1);
+      st.inAlias += 1;
+      try {
+        return this.convert(target as YamlNode, st, depth + 1);
+      } finally {
+        st.inAlias -= 1;
+      }
     }
     if (isScalar(node)) {
       const v = node.value;

@@ -239,7 +239,7 @@ export class KubeClient {
       }
       if (!err.retryable || attempt >= this.attempts) throw err;
       const delayMs = this.delay(attempt);
-      this.onRetry?.({ op, attempt, delayMs, reason: err.status === undefined ? String(err.extra?.code ?? 'connection') : String(err.status) });
+      this.onRetry?.({ op, attempt, delayMs, reason: err.status === undefined ? (errorCode(err.cause) ?? 'connection') : String(err.status) });
       await sleep(delayMs);
     }
   }

@@ -24,6 +24,15 @@ export function isTerminating(pod: KubeObject): boolean {
   return typeof pod.metadata.deletionTimestamp === 'string' && pod.metadata.deletionTimestamp !== '';
 }
 
+/**
+ * True when the pod counts as one of its controller's pods: not being deleted and not finished
+ * (Failed/Succeeded pods linger until garbage-collected, but their controller already replaced them).
+ */
+export function isActive(pod: KubeObject): boolean {
+  const phase = pod.status?.phase;
+  return !isTerminating(pod) && phase !== 'Failed' && phase !== 'Succeeded';
+}
+
 /** True when the pod runs, passes its readiness checks and is not being deleted. */
 export function isPodReady(pod: KubeObject): boolean {
   if (isTerminating(pod)) return false;

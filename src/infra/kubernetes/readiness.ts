@@ -15,7 +15,7 @@ import type { Logger } from 'pino';
 import { vnfmError } from '../../errors.ts';
 import type { KubeClient, KubeObject, WatchEvent, WatchHandle } from './kube-client.ts';
 import { instanceSelector } from './manifests.ts';
-import { isPodReady, isTerminating, type VduWorkload, workloadOfPod } from './pods.ts';
+import { isActive, isPodReady, type VduWorkload, workloadOfPod } from './pods.ts';
 
 /** A collection a wait follows. */
 export interface WatchSource {
@@ -225,8 +225,8 @@ function daemonSetDesired(dss: readonly KubeObject[], name: string): number | un
 }
 
 /**
- * Waits until every VDU of `expectations` has exactly its expected number of pods, all Ready and
- * none terminating, and no pod whose uid is in `goneUids` exists any more (the pods a heal
+ * Waits until every VDU of `expectations` has exactly its expected number of active pods (not
+ * terminating, not finished), all Ready, and no pod whose uid is in `goneUids` exists any more (the pods a heal
  * replaced: "gone" means removed from the API, not merely terminating). `workloads` lists every
  * VDU workload of the CNF (to map pods to VDUs).
  */
@@ -255,7 +255,7 @@ export function waitForVdus(
       for (const exp of args.expectations) {
         const w = exp.workload;
         const mine = pods.filter((p) => workloadOfPod(p, args.workloads)?.vduId === w.vduId);
-        const live = mine.filter((p) => !isTerminating(p) && !gone.has(p.metadata.uid ?? ''));
+        const live = mine.filter((p) => isActive(p) && !gone.has(p.metadata.uid ?? ''));
         const ready = live.filter(isPodReady);
         const expected = w.kind === 'Pod' ? 1 : (exp.expected ?? (w.kind === 'DaemonSet' ? daemonSetDesired(dss, w.name) : undefined));
         const oldHere = old.filter((p) => mine.includes(p)).length;

@@ -26,8 +26,7 @@
  */
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import { VnfmError, vnfmError } from '../../errors.ts';
-import type { FlavourModel } from '../../packages/vnfd-model.ts';
+import { vnfmError } from '../../errors.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { HealPlan, HealTarget, InfraContext, InfraDriver, ObservedResources, ScalePlan } from '../infra-driver.ts';
@@ -72,7 +71,7 @@ interface StackFields {
 
 /** Persisted progress of a VNFC heal, scale or scale rollback (`ctx.state[<key>]`). */
 interface UpdateProgress {
-  /** `<owning stack id>/<resource name>` of every resource marked unhealthy so far. */
+  /** `<owning stack id>/<resource name>#<physical id>` of every resource marked unhealthy so far. */
   marked: string[];
   /** The PATCH update was (about to be) sent; a retry re-sends it instead of marking again. */
   updateIssued: boolean;
@@ -107,6 +106,17 @@ function idOf(stackId: string): string {
 
 function refOf(stack: HeatStack): HeatStackRef {
   return { name: stack.stack_name, id: stack.id };
+}
+
+/** `<owning stack id>/<resource name>`: where a resource is, whatever its physical id. */
+function resourceKey(l: LocatedResource): string {
+  return `${l.stack.id}/${l.row.resource_name}`;
+}
+
+/** The recorded mark (`<key>#<physical id at marking time>`) of a resource, if any. */
+function markedEntry(progress: UpdateProgress, l: LocatedResource): string | undefined {
+  const prefix = `${resourceKey(l)}#`;
+  return progress.marked.find((m) => m.startsWith(prefix));
 }
 
 /** The stack name of a VNF instance (Tacker's convention). */
@@ -460,7 +470,12 @@ export class OpenStackDriver implements InfraDriver {
     const ref = refOf(stack);
     const progress = this.progress(ctx, key);
     const fields = await this.stackFields(ctx, { current: parseNfvParameter(stack.parameters?.nfv), requestNfv, vduCounts: counts });
-    if (!progress.updateIssued) {
+    const currentVdus = (parseNfvParameter(stack.parameters?.nfv)?.VDU ?? null) as Record<string, { desired_capacity?: unknown } | undefined> | null;
+    const shrinking = currentVdus === null || Object.entries(counts).some(([vdu, n]) => {
+      const was = currentVdus[vdu]?.desired_capacity;
+      return typeof was !== 'number' || n < was;
+    });
+    if (!progress.updateIssued && shrinking) {
       const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
       await this.markScaleInVictims(ctx, s, ref, rows, counts, progress);
     }
@@ -521,8 +536,7 @@ export class OpenStackDriver implements InfraDriver {
 
   /** Marks one resource unhealthy in the stack that owns it, once per operation (checkpointed). */
   private async mark(ctx: InfraContext, s: VimSession, l: LocatedResource, progress: UpdateProgress, reason: string, bestEffort = false): Promise<void> {
-    const key = `${l.stack.id}/${l.row.resource_name}`;
-    if (progress.marked.includes(key)) return;
+    if (markedEntry(progress, l) !== undefined) return;
     ctx.log.info({ step: 'heat.mark_unhealthy', stack: l.stack.name, resource: l.row.resource_name, path: l.path }, 'marking resource unhealthy');
     try {
       await s.heat.markUnhealthy(l.stack, l.row.resource_name, reason);
@@ -531,7 +545,7 @@ export class OpenStackDriver implements InfraDriver {
       ctx.log.warn({ step: 'heat.mark_unhealthy', resource: l.row.resource_name, err: e.message }, 'Heat refused the mark; it chooses the members to remove');
       return;
     }
-    progress.marked.push(key);
+    progress.marked.push(`${resourceKey(l)}#${l.row.physical_resource_id}`);
     await ctx.checkpoint();
   }
 
@@ -583,9 +597,9 @@ export class OpenStackDriver implements InfraDriver {
     for (const target of plan.targets) {
       const server = this.findHealTarget(ctx, located, target, progress);
       if (server === undefined) continue;
-      await this.markForHeal(ctx, s, server, target, progress, reason);
+      await this.markForHeal(ctx, s, server, progress, reason);
       if (plan.includeStorage) {
-        for (const vol of this.targetVolumes(ctx, located, server, target)) await this.markForHeal(ctx, s, vol, target, progress, reason);
+        for (const vol of this.targetVolumes(ctx, located, server, target)) await this.markForHeal(ctx, s, vol, progress, reason);
       }
     }
     await this.settle(ctx, s.heat, ref);
@@ -612,19 +626,19 @@ export class OpenStackDriver implements InfraDriver {
   }
 
   /**
-   * Marks a heal resource unless this operation already did. A resource marked earlier whose
-   * row Heat shows `*_COMPLETE` again with the same id (Heat dropped the mark, e.g. a rollback)
-   * is marked once more; one still `CHECK_FAILED` / `*_FAILED` is left as is: the next update
-   * replaces it.
+   * Marks a heal resource unless this operation already did. A resource marked earlier that
+   * Heat shows `*_COMPLETE` again with the SAME physical id (Heat dropped the mark) is marked once
+   * more; one still `CHECK_FAILED` / `*_FAILED`, or already replaced (new id), is left as is: the
+   * next update replaces or finishes it.
    */
-  private async markForHeal(ctx: InfraContext, s: VimSession, l: LocatedResource, target: HealTarget, progress: UpdateProgress, reason: string): Promise<void> {
-    const key = `${l.stack.id}/${l.row.resource_name}`;
-    if (progress.marked.includes(key)) {
+  private async markForHeal(ctx: InfraContext, s: VimSession, l: LocatedResource, progress: UpdateProgress, reason: string): Promise<void> {
+    const entry = markedEntry(progress, l);
+    if (entry !== undefined) {
       const status = l.row.resource_status ?? '';
-      const original = l.row.physical_resource_id === target.vnfcResourceInfo.computeResource.resourceId || l.row.resource_type === HEAT_TYPES.volume;
-      if (!(original && status.endsWith('_COMPLETE') && !status.startsWith('CHECK_'))) return;
+      const sameId = entry.slice(entry.lastIndexOf('#') + 1) === l.row.physical_resource_id;
+      if (!(sameId && status.endsWith('_COMPLETE') && !status.startsWith('CHECK_'))) return;
       ctx.log.warn({ step: 'heat.mark_unhealthy', resource: l.path, status }, 'Heat no longer holds the mark; marking again');
-      progress.marked.splice(progress.marked.indexOf(key), 1);
+      progress.marked.splice(progress.marked.indexOf(entry), 1);
     }
     await this.mark(ctx, s, l, progress, reason);
   }
@@ -693,11 +707,6 @@ export class OpenStackDriver implements InfraDriver {
   }
 }
 
-/** Whether `e` is a catalog error (for callers that want to tell driver errors from bugs). */
-export function isDriverError(e: unknown): e is VnfmError {
-  return e instanceof VnfmError;
-}
-
 /**
  * The OpenStack driver the VNFM registers for `ETSINFV.OPENSTACK_KEYSTONE.V_3` VIMs. Keeps one
  * Keystone session per VIM connection for its lifetime.
@@ -706,4 +715,3 @@ export function createOpenStackDriver(options: OpenStackDriverOptions = {}): Inf
   return new OpenStackDriver(options);
 }
 
-export type { FlavourModel };

@@ -13,6 +13,7 @@ import type { ClusterApi, DeleteOpts, PropagationPolicy } from './cluster-api.ts
 import { aggregatedDiscovery, apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import type { ApiFaults } from './faults.ts';
 import type { ObjectStore, StoreEvent } from './object-store.ts';
+import { openApiV3Doc, openApiV3Root } from './openapi.ts';
 import { findResource, R, type ResourceDef } from './resource-registry.ts';
 import { exactName, type FieldRequirement, type LabelSelectorReq, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, selectorToString } from './selectors.ts';
 import { type IncludeObject, toTable } from './table.ts';
@@ -247,6 +248,8 @@ export class ApiServer {
         this.send(res, 200, apiGroupList());
         return 200;
       }
+      if (path === '/openapi/v3') return this.sendOr404(res, openApiV3Root());
+      if (seg[0] === 'openapi' && seg[1] === 'v3') return this.sendOr404(res, openApiV3Doc(seg.slice(2).join('/')));
       if (seg[0] === 'api' && seg.length === 2) return this.sendOr404(res, apiResourceList('', seg[1] as string));
       if (seg[0] === 'apis' && seg.length === 2) return this.sendOr404(res, apiGroup(seg[1] as string));
       if (seg[0] === 'apis' && seg.length === 3) return this.sendOr404(res, apiResourceList(seg[1] as string, seg[2] as string));

@@ -29,7 +29,7 @@ const sim = await startKubernetesSim({
   logger: values.verbose ? (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`) : undefined,
 });
 
-process.stdout.write(`simulated Kubernetes API listening on ${sim.url}\n`);
+process.stdout.write(`simulated Kubernetes API listening on ${sim.url} (plain HTTP on ${sim.httpUrl})\n`);
 process.stdout.write(`token: ${sim.token}\n`);
 if (values.kubeconfig) {
   writeFileSync(values.kubeconfig, sim.kubeconfig(), { mode: 0o600 });

@@ -46,7 +46,7 @@ export function templateHash(template: unknown, collisionCount = 0): string {
   const h = fnv32a(stableJson(template) + (collisionCount ? String(collisionCount) : ''));
   return String(h)
     .split('')
-    .map((d) => SAFE[Number(d) + 3] as string)
+    .map((d) => SAFE[d.charCodeAt(0) % SAFE.length] as string)
     .join('');
 }
 

@@ -475,9 +475,9 @@ export class ComputeService {
    * already validated caller (the router rejects anonymous requests).
    */
   handle(req: SimRequest, token: TokenInfo): SimResponse | undefined {
-    const s = [...req.segments];
-    if (s[0] !== 'v2.1' && s[0] !== 'v2') return undefined;
-    s.shift();
+    const first = req.segments[0];
+    if (first !== 'v2.1' && first !== 'v2') return undefined;
+    const s: string[] = req.segments.slice(1);
     if (s[0] !== undefined && /^[0-9a-f]{32}$/.test(s[0])) s.shift();
     const mv = parseMicroversion(req);
     const vHeaders = { 'X-OpenStack-Nova-API-Version': `${mv[0]}.${mv[1]}`, Vary: 'X-OpenStack-Nova-API-Version' };
@@ -534,7 +534,7 @@ export class ComputeService {
       }
       const id = s[1] as string;
       const srv = this.servers.get(id);
-      if (!srv || !visible(srv) && !(isAdmin && srv !== undefined)) throw itemNotFound(`Instance ${id} could not be found.`);
+      if (!srv || (!visible(srv) && !isAdmin)) throw itemNotFound(`Instance ${id} could not be found.`);
       if (s.length === 2) {
         if (req.method === 'GET') return { status: 200, headers: vHeaders, body: { server: this.serverDoc(srv, mv) } };
         if (req.method === 'DELETE') {

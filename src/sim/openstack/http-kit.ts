@@ -103,7 +103,10 @@ export function sendResponse(res: ServerResponse, out: SimResponse): void {
   const headers: Record<string, string> = { ...(out.headers ?? {}) };
   let payload: string | undefined;
   if (out.body !== undefined && out.status !== 204) {
-    if (typeof out.body === 'string') {
+    if (out.body === null) {
+      payload = 'null';
+      headers['Content-Type'] ??= 'application/json';
+    } else if (typeof out.body === 'string') {
       payload = out.body;
       headers['Content-Type'] ??= 'text/plain; charset=utf-8';
     } else {

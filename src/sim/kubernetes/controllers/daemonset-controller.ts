@@ -45,7 +45,11 @@ export class DaemonSetController {
     this.ctx.queue.add(`ds:${ns}/${name}`, () => this.reconcile(ns, name));
   }
 
-  private wantsNode(ds: KubeObject, node: KubeObject): boolean {
+  /**
+   * Whether a daemon pod belongs on `node`. `existing` relaxes the taint check the way the real
+   * controller does: a running daemon pod is only removed for an untolerated NoExecute taint.
+   */
+  private wantsNode(ds: KubeObject, node: KubeObject, existing: boolean): boolean {
     if (!isNodeReady(node)) return false;
     const spec = ds.spec?.template?.spec ?? {};
     const labels = node.metadata.labels ?? {};
@@ -67,7 +71,8 @@ export class DaemonSetController {
     }
     const tolerations = [...((spec.tolerations ?? []) as Loose[]), ...AUTO_TOLERATIONS];
     for (const taint of (node.spec?.taints ?? []) as Loose[]) {
-      if ((taint.effect === 'NoSchedule' || taint.effect === 'NoExecute') && !tolerated(tolerations, taint)) return false;
+      const blocks = taint.effect === 'NoExecute' || (taint.effect === 'NoSchedule' && !existing);
+      if (blocks && !tolerated(tolerations, taint)) return false;
     }
     return true;
   }
@@ -79,7 +84,6 @@ export class DaemonSetController {
     const uid = ds.metadata.uid as string;
     const hash = templateHash(ds.spec?.template ?? {});
     const nodes = store.list(R.nodes);
-    const desired = new Set(nodes.filter((n) => this.wantsNode(ds, n)).map((n) => n.metadata.name as string));
     const byNode = new Map<string, KubeObject[]>();
     for (const p of ownedPods(store, uid)) {
       const n = p.spec?.nodeName ?? '';
@@ -87,6 +91,11 @@ export class DaemonSetController {
       l.push(p);
       byNode.set(n, l);
     }
+    const desired = new Set(
+      nodes
+        .filter((n) => this.wantsNode(ds, n, (byNode.get(n.metadata.name as string) ?? []).some(isPodActive)))
+        .map((n) => n.metadata.name as string),
+    );
     const del = (p: KubeObject) => {
       try {
         api.delete(R.pods, ns, p.metadata.name as string);

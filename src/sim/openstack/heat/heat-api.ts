@@ -161,7 +161,7 @@ export class HeatApi {
           );
           return {
             status: 202,
-            body: { code: 202, message: 'The request is accepted for processing.', title: 'Accepted' },
+            body: { message: 'The request is accepted for processing.<br /><br />\n\n\n', code: '202 Accepted', title: 'Accepted' },
           };
         }
         case 'DELETE':
@@ -187,9 +187,8 @@ export class HeatApi {
             body: {
               resource: {
                 ...this.resourceRow(stack, r),
-                attributes: this.engine.resourceAttributes(stack, r),
                 description: '',
-                metadata: this.engine.resourceMetadata(r),
+                attributes: this.engine.resourceAttributes(stack, r),
               },
             },
           };
@@ -205,13 +204,13 @@ export class HeatApi {
             throw heatError(400, 'HTTPBadRequest', 'Unrecognized value "mark_unhealthy", acceptable values are: true, false');
           }
           this.engine.markUnhealthy(stack, arg, b.mark_unhealthy, typeof b.resource_status_reason === 'string' ? b.resource_status_reason : '');
-          return { status: 200 };
+          return { status: 200, body: null };
         }
         throw heatError(405, 'HTTPMethodNotAllowed', 'Method not allowed');
       }
       if (more === 'signal' && req.method === 'POST') {
         this.engine.signal(stack, arg, req.body);
-        return { status: 200 };
+        return { status: 200, body: null };
       }
       if (more === 'metadata' && req.method === 'GET') {
         return { status: 200, body: { metadata: this.engine.resourceMetadata(r) } };
@@ -325,11 +324,12 @@ export class HeatApi {
     return { status: 200, body: { stacks: stacks.map((s) => this.stackSummary(s)) } };
   }
 
-  private stackSummary(s: HeatStack): Record<string, unknown> {
+  private stackSummary(s: HeatStack, detail = false): Record<string, unknown> {
     return {
       id: s.id,
       stack_name: s.name,
-      description: s.template.description,
+      ...(detail ? {} : { project: s.projectId }),
+      description: detail ? s.template.description : '',
       creation_time: iso(s.createdAt),
       updated_time: iso(s.updatedAt),
       deletion_time: iso(s.deletedAt),
@@ -338,7 +338,7 @@ export class HeatApi {
       stack_owner: s.userName,
       stack_user_project_id: s.projectId,
       parent: s.parent?.stackId ?? null,
-      tags: s.tags,
+      tags: detail ? (s.tags ?? []) : s.tags,
       links: [{ href: this.stackUrl(s), rel: 'self' }],
     };
   }
@@ -359,7 +359,7 @@ export class HeatApi {
           ...(o.error ? { output_error: o.error } : {}),
         }));
     return {
-      ...this.stackSummary(s),
+      ...this.stackSummary(s, true),
       parameters,
       outputs,
       disable_rollback: s.disableRollback,
@@ -461,7 +461,8 @@ export class HeatApi {
         (names.length === 0 || names.includes(e.resourceName)),
     );
     list.sort((a, b) => a.e.time - b.e.time);
-    if (q.get('sort_dir') === 'desc') list.reverse();
+    // Heat lists newest first unless sort_dir=asc.
+    if (q.get('sort_dir') !== 'asc') list.reverse();
     const marker = q.get('marker');
     if (marker) {
       const i = list.findIndex((x) => x.e.id === marker);

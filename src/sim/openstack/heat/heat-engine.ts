@@ -302,9 +302,10 @@ export class HeatEngine {
   /** Validates an update request (PATCH = existing, PUT = replace) and starts it. */
   updateStack(stack: HeatStack, input: UpdateStackInput, patch: boolean): void {
     if (stack.deleted) throw new HeatApiError(404, 'EntityNotFound', `The Stack (${stack.name}) could not be found.`);
-    if (stack.status === 'IN_PROGRESS') {
-      throw new HeatApiError(409, 'ActionInProgress', `Stack ${stack.name} already has an action (${stack.action}) in progress.`);
+    if (stack.action === 'DELETE') {
+      throw new HeatApiError(409, 'ActionInProgress', `Stack ${stack.name} already has an action (DELETE) in progress.`);
     }
+    // Like Heat's convergence engine, an update during another create/update supersedes it.
     if (!patch && input.template === undefined) {
       throw new HeatApiError(400, 'HTTPBadRequest', 'No template specified');
     }
@@ -597,7 +598,7 @@ export class HeatEngine {
       if (!(native && mappedIsFile)) {
         if (mapped in files) return { kind: 'nested', leafType: undefined, file: mapped };
         if (looksLikeTemplateFile(mapped)) {
-          throw new HeatValidationError(`Could not fetch remote template "${mapped}": Invalid URL scheme`, 'NotFound');
+          throw new HeatValidationError(`Could not fetch remote template "${mapped}": Invalid URL scheme `);
         }
         return this.resolveKind(mapped, env, files, seen);
       }
@@ -607,7 +608,7 @@ export class HeatEngine {
     if (LEAF_TYPES.has(typeName)) return { kind: 'leaf', leafType: typeName, file: undefined };
     if (typeName in files) return { kind: 'nested', leafType: undefined, file: typeName };
     if (looksLikeTemplateFile(typeName)) {
-      throw new HeatValidationError(`Could not fetch remote template "${typeName}": Invalid URL scheme`, 'NotFound');
+      throw new HeatValidationError(`Could not fetch remote template "${typeName}": Invalid URL scheme `);
     }
     throw new HeatValidationError(`The Resource Type (${typeName}) could not be found.`, 'StackValidationFailed');
   }

@@ -1,0 +1,760 @@
+/**
+ * The Kubernetes infra driver: instantiates, terminates, scales, heals and observes CNFs made of
+ * Pods, ReplicaSets, Deployments, DaemonSets and StatefulSets (one workload per VDU), on a VIM of
+ * type `ETSINFV.KUBERNETES.V_1`.
+ *
+ * Behaviour, in the words an operator needs:
+ *
+ * - **Instantiate** deploys the manifests named by `additionalParams['lcm-kubernetes-def-files']`
+ *   (default: every `Files/kubernetes/*.yaml` of the package) into `additionalParams.namespace`
+ *   (default: the manifests' own namespace, else `default`; the namespace must exist unless a
+ *   manifest creates it). Every object, and every pod, is labelled
+ *   `vnfm.io/vnf-instance-id=<instanceId>`; VDU workloads get `spec.replicas` from the instance
+ *   counts. It ends when every VDU has its pods Ready (watch-based). An object that already exists
+ *   with our label (a resumed operation) is adopted; one without it fails the operation
+ *   (`VNFM_ERR_VIM_FAILED`), never overwritten.
+ * - **Terminate** deletes every object of the CNF (Background propagation) and then its pods with
+ *   the grace period `gracefulTerminationTimeout` (GRACEFUL; the pods' own
+ *   `terminationGracePeriodSeconds` when absent) or 0 (FORCEFUL), and waits until no pod is left.
+ *   PersistentVolumeClaims of the CNF (StatefulSet claims and PVC manifests) are **deleted by
+ *   default**, like any other resource of the VNF (no storage leaks, and a later instantiate with
+ *   the same names never silently re-attaches old data); `additionalParams.deletePvcs: false`
+ *   keeps them (and a Namespace the manifests created, which would take them along).
+ * - **Scale** patches `spec.replicas` of the aspect's VDUs to the new counts and waits until
+ *   exactly that many pods are Ready. Pods and DaemonSets cannot be scaled.
+ * - **Heal of VNFCs** (targets given): only the target pods are touched. Pods of ReplicaSets,
+ *   Deployments, DaemonSets and StatefulSets are deleted (exactly that incarnation: uid
+ *   precondition) and their controller re-creates them; a singleton Pod is deleted, waited out,
+ *   and re-created from the package manifest with the same name (on whatever node the scheduler
+ *   picks, not pinned to the old one). The heal ends when the old pods are gone from the API and
+ *   each affected VDU has its expected number of Ready pods. Drift: when the pod a target names no
+ *   longer exists (Kubernetes replaced it outside any operation), the target is its replacement,
+ *   i.e. a pod of the same VDU that the VNFM does not know yet; a replacement that is already
+ *   Ready is **accepted as healed and not deleted** (no needless restart of a healthy VNFC), one
+ *   that is not Ready is healed like any target; with no replacement at all the heal waits for the
+ *   controller (or re-creates the singleton Pod). Same for a StatefulSet/singleton pod whose uid
+ *   differs from the one last observed. `additionalParams.gracePeriodSeconds` overrides the pods'
+ *   own grace period.
+ * - **Heal of the whole CNF** (`entire`): every object is deleted and created again from the
+ *   package (terminate + instantiate), except PersistentVolumeClaims (and Namespaces), so the new
+ *   StatefulSet pods re-attach their data. `includeStorage` does not recreate storage on
+ *   Kubernetes: data is never destroyed by a heal.
+ * - **Observe** lists the instance's pods by label and maps them to VDUs (`stableKey`
+ *   `Pod/<name>` for a singleton Pod, `StatefulSet/<sts>/<ordinal>` for StatefulSet pods), and
+ *   reports StatefulSet PVCs as storage.
+ *
+ * Every method is resumable: progress is kept in `ctx.state.kubernetes` and checkpointed after
+ * each visible action; API failures are retried with back-off in the client, then surface as
+ * `VNFM_ERR_VIM_UNREACHABLE` (FAILED_TEMP; a retry of the operation continues where it stopped).
+ * Waits time out after `config.vim.kubernetesWaitMs` with `VNFM_ERR_LCM_TIMEOUT`, naming the VDU
+ * and how many pods were Ready of how many.
+ */
+import { vnfmError } from '../../errors.ts';
+import type { VnfcResourceInfo } from '../../model/vnf-instance.ts';
+import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
+import type { VimConnection } from '../../vims/vim-registry.ts';
+import type { HealPlan, InfraContext, InfraDriver, ObservedResources, ObservedStorage, ObservedVnfc, ScalePlan } from '../infra-driver.ts';
+import { describe, KubeClient, type KubeClientOptions, type KubeObject, type ObjectRef } from './kube-client.ts';
+import { KubeApiError } from './kube-error.ts';
+import {
+  buildPlan,
+  type CnfPlan,
+  type CnfRecord,
+  INSTANCE_LABEL,
+  instanceSelector,
+  isNamespaced,
+  loadManifests,
+  type PlannedObject,
+  type ResourceRecord,
+  refKey,
+  resolveDefFiles,
+  resolveNamespace,
+  SCALABLE_KINDS,
+  WORKLOAD_KINDS,
+  type WorkloadKind,
+} from './manifests.ts';
+import { createdAt, isActive, isPodReady, isTerminating, ownedBy, stableKeyOf, statefulSetOrdinal, type VduWorkload, workloadOfPod } from './pods.ts';
+import { type VduExpectation, waitForGone, waitForNoPods, waitForPodIncarnationGone, waitForVdus, watchUntil } from './readiness.ts';
+
+/** Options of {@link createKubernetesDriver}. */
+export interface KubernetesDriverOptions {
+  /** Retry / timeout settings of the API client. */
+  client?: KubeClientOptions;
+  /** Builds the API client of a VIM (tests may wrap it). @default {@link KubeClient.fromVim} */
+  clientFactory?: (vim: VimConnection, options: KubeClientOptions) => KubeClient;
+}
+
+/** What heal does with one target. */
+type HealAction = 'delete' | 'accept' | 'wait' | 'recreate';
+
+/** Persisted progress of one heal target. */
+interface HealTargetState {
+  vduId: string;
+  kind: WorkloadKind;
+  /** The pod name the request named. */
+  requested: string;
+  /** The pod actually healed (differs from `requested` after drift). */
+  podName?: string;
+  podUid?: string;
+  action: HealAction;
+  deleted?: boolean;
+  recreated?: boolean;
+}
+
+/** Persisted progress of a VNFC heal. */
+interface HealState {
+  targets: HealTargetState[];
+  /** Pods wanted per affected VDU (scalable kinds: the live `spec.replicas`). */
+  expected: Record<string, number>;
+}
+
+/** Persisted progress of a whole-CNF heal. */
+interface EntireHealState {
+  phase: 'delete' | 'create' | 'wait';
+  oldPodUids: string[];
+  counts: Record<string, number>;
+}
+
+/** The driver's part of `ctx.state`. */
+interface DriverState {
+  /** The CNF as this operation deployed it (instantiate, whole-CNF heal). */
+  cnf?: CnfRecord;
+  /** Objects created or adopted by this operation (refKey). */
+  created?: string[];
+  heal?: HealState;
+  entire?: EntireHealState;
+}
+
+const STATE_KEY = 'kubernetes';
+
+function driverState(ctx: InfraContext): DriverState {
+  const cur = ctx.state[STATE_KEY];
+  if (cur !== null && typeof cur === 'object' && !Array.isArray(cur)) return cur as DriverState;
+  const fresh: DriverState = {};
+  ctx.state[STATE_KEY] = fresh;
+  return fresh;
+}
+
+function isObj(v: unknown): v is Record<string, unknown> {
+  return v !== null && typeof v === 'object' && !Array.isArray(v);
+}
+
+function isResourceRecord(v: unknown): v is ResourceRecord {
+  return isObj(v) && typeof v.apiVersion === 'string' && typeof v.kind === 'string' && typeof v.name === 'string';
+}
+
+/** The metadata kept in instantiatedVnfInfo.metadata (Tacker's keys where they exist). */
+function cnfMetadata(cnf: CnfRecord): Record<string, unknown> {
+  return { namespace: cnf.namespace, tenant: cnf.namespace, 'lcm-kubernetes-def-files': cnf.defFiles, kubernetesResources: cnf.resources };
+}
+
+function vduWorkloads(cnf: CnfRecord): VduWorkload[] {
+  const out: VduWorkload[] = [];
+  for (const r of cnf.resources) {
+    if (r.vduId === undefined || !(WORKLOAD_KINDS as readonly string[]).includes(r.kind)) continue;
+    out.push({
+      vduId: r.vduId,
+      kind: r.kind as WorkloadKind,
+      name: r.name,
+      namespace: r.namespace ?? cnf.namespace,
+      apiVersion: r.apiVersion,
+      ...(r.claimTemplates === undefined ? {} : { claimTemplates: r.claimTemplates }),
+    });
+  }
+  return out;
+}
+
+function workloadRef(w: VduWorkload): ObjectRef {
+  return { apiVersion: w.apiVersion, kind: w.kind, name: w.name, namespace: w.namespace };
+}
+
+function podRef(namespace: string, name: string): ObjectRef {
+  return { apiVersion: 'v1', kind: 'Pod', name, namespace };
+}
+
+/** The ordinal of a StatefulSet claim named `<template>-<sts>-<ordinal>`, or undefined. */
+function claimOrdinal(pvcName: string, template: string, sts: string): number | undefined {
+  return pvcName.startsWith(`${template}-`) ? statefulSetOrdinal(pvcName.slice(template.length + 1), sts) : undefined;
+}
+
+function optGrace(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : undefined;
+}
+
+/** The Kubernetes infra driver (see the module comment for its behaviour). */
+export class KubernetesDriver implements InfraDriver {
+  readonly vimTypes = ['ETSINFV.KUBERNETES.V_1'] as const;
+  private readonly clientOptions: KubeClientOptions;
+  private readonly clientFactory: (vim: VimConnection, options: KubeClientOptions) => KubeClient;
+
+  constructor(options: KubernetesDriverOptions = {}) {
+    this.clientOptions = options.client ?? {};
+    this.clientFactory = options.clientFactory ?? ((vim, o) => KubeClient.fromVim(vim, o));
+  }
+
+  private client(ctx: InfraContext): KubeClient {
+    return this.clientFactory(ctx.vim, {
+      ...this.clientOptions,
+      onRetry: (ev) => {
+        ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, op: ev.op, attempt: ev.attempt, delayMs: ev.delayMs, reason: ev.reason }, 'kubernetes API call failed; retrying');
+        this.clientOptions.onRetry?.(ev);
+      },
+    });
+  }
+
+  private waitMs(ctx: InfraContext): number {
+    return ctx.config.vim.kubernetesWaitMs;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Plans and records
+
+  private async planFor(ctx: InfraContext, defFiles: readonly string[], namespace: string, counts: Readonly<Record<string, number>>): Promise<CnfPlan> {
+    const files = await ctx.files();
+    const objects = loadManifests(files, defFiles);
+    return buildPlan({ objects, defFiles, namespace, instanceId: ctx.instance.id, flavour: ctx.flavour, vduCounts: counts });
+  }
+
+  /** The plan of an instantiate request (deterministic: also used by rollback). */
+  private async planFromRequest(ctx: InfraContext, req: Record<string, unknown>): Promise<CnfPlan> {
+    const addl = isObj(req.additionalParams) ? req.additionalParams : {};
+    const defFiles = resolveDefFiles(ctx.vnfd, addl);
+    const files = await ctx.files();
+    const objects = loadManifests(files, defFiles);
+    const namespace = resolveNamespace(objects, addl.namespace);
+    return buildPlan({ objects, defFiles, namespace, instanceId: ctx.instance.id, flavour: ctx.flavour, vduCounts: ctx.targetVduCounts });
+  }
+
+  /** The CNF as recorded in the instance (instantiatedVnfInfo.metadata), rebuilt from the package when only the files are known. */
+  private async recordFromInstance(ctx: InfraContext): Promise<CnfRecord | undefined> {
+    const md = ctx.instance.instantiatedVnfInfo?.metadata;
+    if (!isObj(md)) return undefined;
+    const namespace = typeof md.namespace === 'string' && md.namespace !== '' ? md.namespace : undefined;
+    const files = md['lcm-kubernetes-def-files'];
+    const defFiles = Array.isArray(files) && files.every((f) => typeof f === 'string') ? (files as string[]) : undefined;
+    if (namespace === undefined) return undefined;
+    const resources = md.kubernetesResources;
+    if (Array.isArray(resources) && resources.every(isResourceRecord)) {
+      return { namespace, defFiles: defFiles ?? [...ctx.vnfd.kubernetesFiles], resources: resources as ResourceRecord[] };
+    }
+    const plan = await this.planFor(ctx, defFiles ?? ctx.vnfd.kubernetesFiles, namespace, ctx.targetVduCounts);
+    return plan.record;
+  }
+
+  private async currentRecord(ctx: InfraContext): Promise<CnfRecord | undefined> {
+    return driverState(ctx).cnf ?? (await this.recordFromInstance(ctx));
+  }
+
+  private async requireRecord(ctx: InfraContext, op: string): Promise<CnfRecord> {
+    const cnf = await this.currentRecord(ctx);
+    if (cnf === undefined) {
+      throw vnfmError('VNFM_ERR_VIM_FAILED', `cannot ${op} VNF instance ${ctx.instance.id}: it has no record of its Kubernetes resources (instantiatedVnfInfo.metadata.namespace is missing)`);
+    }
+    return cnf;
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // Building blocks
+
+  /**
+   * Creates the planned objects not yet in `created`, adopting existing objects that carry our
+   * label (after a crash between create and checkpoint). Checkpoints after each object.
+   */
+  private async createAll(ctx: InfraContext, client: KubeClient, plan: CnfPlan, s: DriverState): Promise<void> {
+    s.created ??= [];
+    for (const o of plan.objects) {
+      const key = refKey(o.ref);
+      if (s.created.includes(key)) continue;
+      await this.createOne(ctx, client, o);
+      s.created.push(key);
+      await ctx.checkpoint();
+    }
+  }
+
+  private async createOne(ctx: InfraContext, client: KubeClient, o: PlannedObject): Promise<void> {
+    for (let round = 0; ; round++) {
+      try {
+        await client.create(o.body);
+        return;
+      } catch (e) {
+        if (!KubeApiError.isStatus(e, 409) || round >= 2) throw e;
+      }
+      const live = await client.get(o.ref);
+      if (live === undefined) continue; // deleted in between: create again
+      if (!ownedBy(live, ctx.instance.id)) {
+        throw vnfmError(
+          'VNFM_ERR_VIM_FAILED',
+          `${describe(o.ref)} already exists and does not belong to VNF instance ${ctx.instance.id} (no ${INSTANCE_LABEL} label); remove it or deploy into another namespace`,
+        );
+      }
+      if (isTerminating(live)) {
+        // Ours, but on its way out (a previous incarnation being deleted): wait, then create.
+        await this.waitObjectGone(ctx, client, o.ref, live.metadata.uid ?? '');
+        continue;
+      }
+      const want = o.body.spec?.replicas;
+      if (o.vduId !== undefined && typeof want === 'number' && live.spec?.replicas !== want) {
+        await client.mergePatch(o.ref, { spec: { replicas: want } });
+      }
+      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, object: describe(o.ref) }, 'kubernetes object already exists with our label; adopted');
+      return;
+    }
+  }
+
+  private waitObjectGone(ctx: InfraContext, client: KubeClient, ref: ObjectRef, uid: string): Promise<void> {
+    return watchUntil(
+      client,
+      [{ apiVersion: ref.apiVersion, kind: ref.kind, namespace: ref.namespace ?? '', labelSelector: instanceSelector(ctx.instance.id) }],
+      ([objs = []]) => {
+        const o = objs.find((x) => x.metadata.name === ref.name);
+        return o === undefined || o.metadata.uid !== uid ? { done: true } : { done: false, progress: `${describe(ref)} is still being deleted` };
+      },
+      { timeoutMs: this.waitMs(ctx), what: `VNF ${ctx.instance.id}: deletion of ${describe(ref)}`, log: ctx.log },
+    );
+  }
+
+  /** Expectations of every VDU of a plan/record, with counts. */
+  private expectations(workloads: readonly VduWorkload[], counts: Readonly<Record<string, number>>, fallback: (w: VduWorkload) => number | undefined): VduExpectation[] {
+    return workloads.map((w) => {
+      if (w.kind === 'Pod') return { workload: w, expected: 1 };
+      if (w.kind === 'DaemonSet') return { workload: w };
+      const n = counts[w.vduId] ?? fallback(w) ?? 1;
+      return { workload: w, expected: n };
+    });
+  }
+
+  /**
+   * Deletes the CNF's objects (recorded ones and any other object of the same kinds carrying our
+   * label), then its pods with `gracePeriodSeconds`, then (unless `keepStorage`) its PVCs, and
+   * waits until no pod (and no deleted PVC) is left.
+   */
+  private async deleteCnf(ctx: InfraContext, client: KubeClient, cnf: CnfRecord, opts: { gracePeriodSeconds: number | undefined; keepStorage: boolean; what: string }): Promise<void> {
+    const ns = cnf.namespace;
+    const selector = instanceSelector(ctx.instance.id);
+    const keepKinds = new Set(opts.keepStorage ? ['PersistentVolumeClaim', 'PersistentVolume', 'Namespace'] : []);
+    const targets: ObjectRef[] = [];
+    const seen = new Set<string>();
+    const add = (r: ObjectRef): void => {
+      const k = refKey(r);
+      if (seen.has(k) || keepKinds.has(r.kind)) return;
+      seen.add(k);
+      targets.push(r);
+    };
+    for (const r of [...cnf.resources].reverse()) add({ apiVersion: r.apiVersion, kind: r.kind, name: r.name, ...(r.namespace === undefined ? {} : { namespace: r.namespace }) });
+    // Anything else of the same kinds with our label (left over by an interrupted operation).
+    const kinds = new Map<string, { apiVersion: string; kind: string }>();
+    for (const r of cnf.resources) if (!keepKinds.has(r.kind) && r.kind !== 'Namespace') kinds.set(`${r.apiVersion}/${r.kind}`, { apiVersion: r.apiVersion, kind: r.kind });
+    for (const { apiVersion, kind } of kinds.values()) {
+      const listed = await client.list(apiVersion, kind, isNamespaced(kind) ? ns : undefined, { labelSelector: selector });
+      for (const o of listed.items) {
+        if (o.metadata.name === undefined) continue;
+        add({ apiVersion, kind, name: o.metadata.name, ...(isNamespaced(kind) ? { namespace: o.metadata.namespace ?? ns } : {}) });
+      }
+    }
+    // Namespaces last: deleting one takes everything in it along.
+    targets.sort((a, b) => Number(a.kind === 'Namespace') - Number(b.kind === 'Namespace'));
+    for (const r of targets) {
+      await client.delete(r, { propagationPolicy: 'Background', ...(r.kind === 'Pod' && opts.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: opts.gracePeriodSeconds } : {}) });
+    }
+    // The controllers are gone: delete their pods now, with our grace period (the garbage
+    // collector would use each pod's own).
+    const pods = await client.list('v1', 'Pod', ns, { labelSelector: selector });
+    for (const p of pods.items) {
+      if (p.metadata.name === undefined) continue;
+      if (isTerminating(p) && opts.gracePeriodSeconds !== 0) continue;
+      await client.delete(podRef(ns, p.metadata.name), { ...(opts.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: opts.gracePeriodSeconds }), ...(p.metadata.uid ? { uid: p.metadata.uid } : {}) }).catch((e: unknown) => {
+        if (!KubeApiError.isStatus(e, 409)) throw e;
+      });
+    }
+    const graceMs = (opts.gracePeriodSeconds ?? 30) * 1000;
+    const wait = { timeoutMs: this.waitMs(ctx) + graceMs, log: ctx.log };
+    await waitForNoPods(client, { instanceId: ctx.instance.id, namespace: ns }, { ...wait, what: `${opts.what} of VNF ${ctx.instance.id}: pods gone` });
+    if (!opts.keepStorage) {
+      const claims = await this.claimsOf(ctx, client, cnf);
+      for (const c of claims) await client.delete({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: c.metadata.name as string, namespace: ns });
+      await waitForGone(
+        client,
+        { apiVersion: 'v1', kind: 'PersistentVolumeClaim', namespace: ns, names: claims.map((c) => c.metadata.name as string) },
+        { ...wait, what: `${opts.what} of VNF ${ctx.instance.id}: PersistentVolumeClaims gone` },
+      );
+    }
+  }
+
+  /** PVCs of the CNF: labelled with our instance, or named after one of its StatefulSets' claim templates. */
+  private async claimsOf(ctx: InfraContext, client: KubeClient, cnf: CnfRecord): Promise<KubeObject[]> {
+    const all = await client.list('v1', 'PersistentVolumeClaim', cnf.namespace);
+    const sets = cnf.resources.filter((r) => r.kind === 'StatefulSet');
+    return all.items.filter((pvc) => {
+      if (ownedBy(pvc, ctx.instance.id)) return true;
+      const name = pvc.metadata.name ?? '';
+      return sets.some((r) => (r.claimTemplates ?? []).some((tpl) => claimOrdinal(name, tpl, r.name) !== undefined));
+    });
+  }
+
+  // ---------------------------------------------------------------------------------------------
+  // InfraDriver
+
+  async instantiate(ctx: InfraContext, req: Record<string, unknown>): Promise<void> {
+    const s = driverState(ctx);
+    const client = this.client(ctx);
+    let plan: CnfPlan;
+    if (s.cnf === undefined) {
+      plan = await this.planFromRequest(ctx, req);
+      s.cnf = plan.record;
+      s.created = [];
+      await ctx.checkpoint();
+    } else {
+      plan = await this.planFor(ctx, s.cnf.defFiles, s.cnf.namespace, ctx.targetVduCounts);
+    }
+    ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, namespace: plan.record.namespace, objects: plan.objects.length }, 'creating kubernetes objects');
+    await this.createAll(ctx, client, plan, s);
+    const workloads = vduWorkloads(plan.record);
+    const byVdu = new Map(plan.objects.filter((o) => o.vduId !== undefined).map((o) => [o.vduId as string, o]));
+    await waitForVdus(
+      client,
+      {
+        instanceId: ctx.instance.id,
+        namespace: plan.record.namespace,
+        workloads,
+        expectations: this.expectations(workloads, ctx.targetVduCounts, (w) => byVdu.get(w.vduId)?.body.spec?.replicas),
+      },
+      { timeoutMs: this.waitMs(ctx), what: `instantiate of VNF ${ctx.instance.id}: pods Ready`, log: ctx.log },
+    );
+  }
+
+  async terminate(ctx: InfraContext, req: Record<string, unknown>): Promise<void> {
+    const cnf = await this.currentRecord(ctx);
+    if (cnf === undefined) {
+      ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id }, 'no record of kubernetes resources; nothing to delete');
+      return;
+    }
+    const graceful = req.terminationType === 'GRACEFUL';
+    const grace = graceful ? optGrace(req.gracefulTerminationTimeout) : 0;
+    const addl = isObj(req.additionalParams) ? req.additionalParams : {};
+    const deletePvcs = addl.deletePvcs !== false;
+    await this.deleteCnf(ctx, this.client(ctx), cnf, { gracePeriodSeconds: grace, keepStorage: !deletePvcs, what: 'terminate' });
+  }
+
+  async scale(ctx: InfraContext, plan: ScalePlan): Promise<void> {
+    await this.setReplicas(ctx, plan.aspectId, ctx.targetVduCounts, 'scale');
+  }
+
+  async rollbackScaleOut(ctx: InfraContext, plan: ScalePlan): Promise<void> {
+    const levels = { ...ctx.targetScaleLevels, [plan.aspectId]: plan.fromLevel };
+    const counts = vnfcCountAtLevel(ctx.flavour, undefined, levels);
+    await this.setReplicas(ctx, plan.aspectId, counts, 'scale-out rollback');
+  }
+
+  private async setReplicas(ctx: InfraContext, aspectId: string, counts: Readonly<Record<string, number>>, what: string): Promise<void> {
+    const aspect = Object.hasOwn(ctx.flavour.scalingAspects, aspectId) ? ctx.flavour.scalingAspects[aspectId] : undefined;
+    if (aspect === undefined) throw vnfmError('VNFM_ERR_INST_INVALID', `aspect '${aspectId}' is not a scaling aspect of flavour ${ctx.flavour.flavourId}`);
+    const cnf = await this.requireRecord(ctx, what);
+    const workloads = vduWorkloads(cnf);
+    const client = this.client(ctx);
+    const expectations: VduExpectation[] = [];
+    for (const vduId of Object.keys(aspect.vduDeltas)) {
+      const w = workloads.find((x) => x.vduId === vduId);
+      if (w === undefined) throw vnfmError('VNFM_ERR_VIM_FAILED', `VDU ${vduId} of aspect ${aspectId} has no workload in the CNF`);
+      const n = counts[vduId];
+      if (n === undefined) continue;
+      if (!SCALABLE_KINDS.includes(w.kind)) {
+        throw vnfmError('VNFM_ERR_VIM_FAILED', `VDU ${vduId} is a ${w.kind} (${w.name}); only Deployments, ReplicaSets and StatefulSets can be scaled`);
+      }
+      try {
+        await client.mergePatch(workloadRef(w), { spec: { replicas: n } });
+      } catch (e) {
+        if (KubeApiError.isStatus(e, 404)) throw vnfmError('VNFM_ERR_VIM_FAILED', `${describe(workloadRef(w))} (VDU ${vduId}) does not exist any more; heal the whole VNF first`, { cause: e });
+        throw e;
+      }
+      expectations.push({ workload: w, expected: n });
+    }
+    await waitForVdus(
+      client,
+      { instanceId: ctx.instance.id, namespace: cnf.namespace, workloads, expectations },
+      { timeoutMs: this.waitMs(ctx), what: `${what} of VNF ${ctx.instance.id}: pods Ready`, log: ctx.log },
+    );
+  }
+
+  async heal(ctx: InfraContext, plan: HealPlan): Promise<void> {
+    if (plan.entire) return this.healEntire(ctx, plan);
+    if (plan.targets.length === 0) return;
+    return this.healVnfcs(ctx, plan);
+  }
+
+  private async healVnfcs(ctx: InfraContext, plan: HealPlan): Promise<void> {
+    const s = driverState(ctx);
+    const cnf = await this.requireRecord(ctx, 'heal');
+    const ns = cnf.namespace;
+    const workloads = vduWorkloads(cnf);
+    const client = this.client(ctx);
+    const grace = optGrace(plan.additionalParams.gracePeriodSeconds);
+    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id };
+
+    if (s.heal === undefined) {
+      s.heal = await this.resolveHealTargets(ctx, client, cnf, workloads, plan.targets.map((t) => t.vnfcResourceInfo));
+      await ctx.checkpoint();
+    }
+    const h = s.heal;
+
+    // 1. Delete the target pods (exact incarnation); controllers start replacing them at once.
+    for (const t of h.targets) {
+      if (t.action !== 'delete' || t.deleted || t.podName === undefined) continue;
+      try {
+        const r = await client.delete(podRef(ns, t.podName), { ...(t.podUid ? { uid: t.podUid } : {}), ...(grace === undefined ? {} : { gracePeriodSeconds: grace }) });
+        ctx.log.info({ ...log, pod: t.podName, vduId: t.vduId, result: r }, 'heal: pod deleted');
+      } catch (e) {
+        // 409: the uid precondition failed, so that incarnation is gone already.
+        if (!KubeApiError.isStatus(e, 409)) throw e;
+      }
+      t.deleted = true;
+      await ctx.checkpoint();
+    }
+
+    // 2. Singleton Pods: wait the old one out, then create it again with the same name.
+    const singles = h.targets.filter((t) => t.kind === 'Pod' && (t.action === 'delete' || t.action === 'recreate') && !t.recreated);
+    if (singles.length > 0) {
+      const planned = await this.planFor(ctx, cnf.defFiles, ns, ctx.targetVduCounts);
+      for (const t of singles) {
+        const o = planned.objects.find((x) => x.vduId === t.vduId);
+        if (o === undefined) throw vnfmError('VNFM_ERR_VIM_FAILED', `VDU ${t.vduId}: its Pod manifest is not in ${cnf.defFiles.join(', ')}`);
+        if (t.podUid !== undefined) {
+          await waitForPodIncarnationGone(
+            client,
+            { instanceId: ctx.instance.id, namespace: ns, name: o.ref.name, uid: t.podUid },
+            { timeoutMs: this.waitMs(ctx) + (grace ?? 30) * 1000, what: `heal of VNF ${ctx.instance.id}: old pod ${o.ref.name} gone (VDU ${t.vduId})`, log: ctx.log },
+          );
+        }
+        await this.recreatePod(ctx, client, o, t.podUid);
+        t.recreated = true;
+        await ctx.checkpoint();
+        ctx.log.info({ ...log, pod: o.ref.name, vduId: t.vduId }, 'heal: singleton pod re-created');
+      }
+    }
+
+    // 3. Wait: replaced pods gone from the API, every affected VDU back to its Ready count.
+    const affected = [...new Set(h.targets.map((t) => t.vduId))];
+    const expectations: VduExpectation[] = affected.map((vduId) => {
+      const w = workloads.find((x) => x.vduId === vduId) as VduWorkload;
+      const n = h.expected[vduId];
+      return n === undefined || w.kind === 'DaemonSet' ? { workload: w } : { workload: w, expected: n };
+    });
+    const gone = new Set(h.targets.filter((t) => t.action === 'delete' && t.podUid !== undefined).map((t) => t.podUid as string));
+    await waitForVdus(
+      client,
+      { instanceId: ctx.instance.id, namespace: ns, workloads, expectations, goneUids: gone },
+      { timeoutMs: this.waitMs(ctx) + (grace ?? 0) * 1000, what: `heal of VNF ${ctx.instance.id}: replacement pods Ready`, log: ctx.log },
+    );
+  }
+
+  /** Decides, once per heal, which pod each target is and what to do with it (see the module comment on drift). */
+  private async resolveHealTargets(ctx: InfraContext, client: KubeClient, cnf: CnfRecord, workloads: readonly VduWorkload[], targets: readonly VnfcResourceInfo[]): Promise<HealState> {
+    const ns = cnf.namespace;
+    const pods = (await client.list('v1', 'Pod', ns, { labelSelector: instanceSelector(ctx.instance.id) })).items;
+    const known = new Set((ctx.instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []).map((r) => r.computeResource.resourceId));
+    const claimed = new Set<string>();
+    const out: HealTargetState[] = [];
+    const vduOf = (p: KubeObject): string | undefined => workloadOfPod(p, workloads)?.vduId;
+    for (const r of targets) {
+      const w = workloads.find((x) => x.vduId === r.vduId);
+      if (w === undefined) throw vnfmError('VNFM_ERR_VIM_FAILED', `VNFC ${r.id}: VDU ${r.vduId} has no workload in the CNF`);
+      const requested = r.computeResource.resourceId;
+      const knownUid = isObj(r.metadata) && typeof r.metadata.uid === 'string' ? r.metadata.uid : undefined;
+      const byName = pods.find((p) => p.metadata.name === requested && vduOf(p) === w.vduId);
+      const base = { vduId: w.vduId, kind: w.kind, requested };
+      let chosen: KubeObject | undefined;
+      if (byName !== undefined && (knownUid === undefined || byName.metadata.uid === knownUid)) {
+        chosen = byName;
+      } else {
+        // The pod the VNFM knew is gone: Kubernetes replaced it (same name for Pods/StatefulSets,
+        // a new name otherwise). Heal the replacement only if it is not healthy.
+        const candidates = pods
+          .filter((p) => vduOf(p) === w.vduId && isActive(p) && !claimed.has(p.metadata.name ?? '') && !known.has(p.metadata.name ?? ''))
+          .sort((a, b) => createdAt(a) - createdAt(b) || (a.metadata.name ?? '').localeCompare(b.metadata.name ?? ''));
+        const replacement = byName ?? candidates[0];
+        if (replacement !== undefined && isPodReady(replacement)) {
+          claimed.add(replacement.metadata.name ?? '');
+          out.push({ ...base, podName: replacement.metadata.name as string, ...(replacement.metadata.uid ? { podUid: replacement.metadata.uid } : {}), action: 'accept' });
+          ctx.log.info({ vnfInstanceId: ctx.instance.id, requested, replacement: replacement.metadata.name }, 'heal: target pod was already replaced by a Ready pod; accepted');
+          continue;
+        }
+        chosen = replacement;
+      }
+      if (chosen === undefined) {
+        out.push({ ...base, action: w.kind === 'Pod' ? 'recreate' : 'wait' });
+        ctx.log.info({ vnfInstanceId: ctx.instance.id, requested, vduId: w.vduId }, 'heal: target pod does not exist; waiting for its controller / re-creating it');
+        continue;
+      }
+      claimed.add(chosen.metadata.name ?? '');
+      out.push({
+        ...base,
+        podName: chosen.metadata.name as string,
+        ...(chosen.metadata.uid ? { podUid: chosen.metadata.uid } : {}),
+        action: 'delete',
+        // A pod already being deleted needs no delete call, only its replacement.
+        ...(isTerminating(chosen) ? { deleted: true } : {}),
+      });
+    }
+    const expected: Record<string, number> = {};
+    for (const vduId of new Set(out.map((t) => t.vduId))) {
+      const w = workloads.find((x) => x.vduId === vduId) as VduWorkload;
+      if (w.kind === 'Pod') expected[vduId] = 1;
+      else if (SCALABLE_KINDS.includes(w.kind)) {
+        const live = await client.get(workloadRef(w));
+        const n = live?.spec?.replicas;
+        expected[vduId] = typeof n === 'number' ? n : (ctx.targetVduCounts[vduId] ?? 1);
+      }
+    }
+    return { targets: out, expected };
+  }
+
+  /** Creates a singleton Pod again; adopts one that already exists with our label and a new uid. */
+  private async recreatePod(ctx: InfraContext, client: KubeClient, o: PlannedObject, oldUid: string | undefined): Promise<void> {
+    try {
+      await client.create(o.body);
+      return;
+    } catch (e) {
+      if (!KubeApiError.isStatus(e, 409)) throw e;
+    }
+    const live = await client.get(o.ref);
+    if (live !== undefined && ownedBy(live, ctx.instance.id) && live.metadata.uid !== oldUid && !isTerminating(live)) return;
+    throw vnfmError('VNFM_ERR_VIM_FAILED', `heal: cannot re-create ${describe(o.ref)}: a pod with that name exists and is not the replacement`);
+  }
+
+  private async healEntire(ctx: InfraContext, plan: HealPlan): Promise<void> {
+    const s = driverState(ctx);
+    const client = this.client(ctx);
+    const grace = optGrace(plan.additionalParams.gracePeriodSeconds);
+    if (s.entire === undefined) {
+      const cnf = await this.requireRecord(ctx, 'heal');
+      const pods = await client.list('v1', 'Pod', cnf.namespace, { labelSelector: instanceSelector(ctx.instance.id) });
+      const counts: Record<string, number> = {};
+      for (const w of vduWorkloads(cnf)) {
+        if (!SCALABLE_KINDS.includes(w.kind)) continue;
+        const target = ctx.targetVduCounts[w.vduId];
+        if (target !== undefined) counts[w.vduId] = target;
+        else {
+          const live = await client.get(workloadRef(w));
+          if (typeof live?.spec?.replicas === 'number') counts[w.vduId] = live.spec.replicas;
+        }
+      }
+      s.cnf = cnf;
+      s.entire = { phase: 'delete', oldPodUids: pods.items.map((p) => p.metadata.uid ?? '').filter((u) => u !== ''), counts };
+      await ctx.checkpoint();
+    }
+    const e = s.entire;
+    const cnf = s.cnf as CnfRecord;
+    if (e.phase === 'delete') {
+      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id }, 'heal: deleting the whole CNF (PersistentVolumeClaims kept)');
+      await this.deleteCnf(ctx, client, cnf, { gracePeriodSeconds: grace, keepStorage: true, what: 'heal' });
+      e.phase = 'create';
+      s.created = [];
+      await ctx.checkpoint();
+    }
+    const planned = await this.planFor(ctx, cnf.defFiles, cnf.namespace, e.counts);
+    if (e.phase === 'create') {
+      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id }, 'heal: creating the whole CNF again');
+      // Kept PVCs / Namespaces still exist with our label: createAll adopts them.
+      await this.createAll(ctx, client, planned, s);
+      s.cnf = planned.record;
+      e.phase = 'wait';
+      await ctx.checkpoint();
+    }
+    const workloads = vduWorkloads(planned.record);
+    const byVdu = new Map(planned.objects.filter((o) => o.vduId !== undefined).map((o) => [o.vduId as string, o]));
+    await waitForVdus(
+      client,
+      {
+        instanceId: ctx.instance.id,
+        namespace: cnf.namespace,
+        workloads,
+        expectations: this.expectations(workloads, e.counts, (w) => byVdu.get(w.vduId)?.body.spec?.replicas),
+        goneUids: new Set(e.oldPodUids),
+      },
+      { timeoutMs: this.waitMs(ctx), what: `heal of VNF ${ctx.instance.id}: re-created pods Ready`, log: ctx.log },
+    );
+  }
+
+  async rollbackInstantiate(ctx: InfraContext): Promise<void> {
+    let cnf = driverState(ctx).cnf;
+    if (cnf === undefined) {
+      try {
+        cnf = (await this.planFromRequest(ctx, ctx.opOcc.operationParams)).record;
+      } catch (e) {
+        ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, err: (e as Error).message }, 'rollback: the instantiate request cannot be planned; nothing was created');
+        return;
+      }
+    }
+    await this.deleteCnf(ctx, this.client(ctx), cnf, { gracePeriodSeconds: 0, keepStorage: false, what: 'instantiate rollback' });
+  }
+
+  async observe(ctx: InfraContext): Promise<ObservedResources> {
+    const cnf = await this.currentRecord(ctx);
+    if (cnf === undefined) return { vnfcs: [], storages: [], virtualLinks: [] };
+    const client = this.client(ctx);
+    const ns = cnf.namespace;
+    const workloads = vduWorkloads(cnf);
+    const [pods, pvcs] = await Promise.all([
+      client.list('v1', 'Pod', ns, { labelSelector: instanceSelector(ctx.instance.id) }),
+      workloads.some((w) => w.kind === 'StatefulSet' && (w.claimTemplates ?? []).length > 0) ? client.list('v1', 'PersistentVolumeClaim', ns) : Promise.resolve({ items: [] as KubeObject[] }),
+    ]);
+
+    // Storage: the claims of StatefulSet VDUs (`<template>-<sts>-<ordinal>`).
+    const storages: (ObservedStorage & { sts: string; ordinal: number })[] = [];
+    for (const w of workloads) {
+      if (w.kind !== 'StatefulSet') continue;
+      const vdu = ctx.flavour.vdus[w.vduId];
+      (w.claimTemplates ?? []).forEach((tpl, i) => {
+        for (const pvc of pvcs.items) {
+          const name = pvc.metadata.name ?? '';
+          const ordinal = isTerminating(pvc) ? undefined : claimOrdinal(name, tpl, w.name);
+          if (ordinal === undefined) continue;
+          storages.push({
+            virtualStorageDescId: vdu?.virtualStorageIds[i] ?? tpl,
+            resourceId: `${ns}/${name}`,
+            vimLevelResourceType: 'PersistentVolumeClaim',
+            stableKey: `StatefulSet/${w.name}/${ordinal}/${tpl}`,
+            metadata: { namespace: ns, name, uid: pvc.metadata.uid, claimTemplate: tpl, statefulSet: w.name, ordinal, phase: pvc.status?.phase, volumeName: pvc.spec?.volumeName },
+            sts: w.name,
+            ordinal,
+          });
+        }
+      });
+    }
+
+    const vnfcs: ObservedVnfc[] = [];
+    for (const p of pods.items) {
+      if (isTerminating(p)) continue;
+      const w = workloadOfPod(p, workloads);
+      if (w === undefined) continue;
+      const name = p.metadata.name as string;
+      const ready = isPodReady(p);
+      const phase = p.status?.phase as string | undefined;
+      const nodeName = typeof p.spec?.nodeName === 'string' ? (p.spec.nodeName as string) : undefined;
+      const stableKey = stableKeyOf(p, w);
+      const ordinal = w.kind === 'StatefulSet' ? statefulSetOrdinal(name, w.name) : undefined;
+      const storageIds = ordinal === undefined ? [] : storages.filter((st) => st.sts === w.name && st.ordinal === ordinal).map((st) => st.resourceId);
+      vnfcs.push({
+        vduId: w.vduId,
+        computeResource: { resourceId: name, vimLevelResourceType: w.kind },
+        ...(nodeName === undefined ? {} : { zoneId: nodeName }),
+        ...(stableKey === undefined ? {} : { stableKey }),
+        ...(storageIds.length > 0 ? { storageResourceIds: storageIds } : {}),
+        metadata: { namespace: ns, kind: w.kind, workloadName: w.name, nodeName: nodeName ?? null, podPhase: phase ?? null, ready, uid: p.metadata.uid },
+        ...(phase === 'Failed' || phase === 'Unknown' || (phase === 'Running' && !ready) ? { unhealthy: true } : {}),
+      });
+    }
+    vnfcs.sort((a, b) => a.vduId.localeCompare(b.vduId) || a.computeResource.resourceId.localeCompare(b.computeResource.resourceId));
+    storages.sort((a, b) => a.resourceId.localeCompare(b.resourceId));
+    return {
+      vnfcs,
+      storages: storages.map(({ sts: _s, ordinal: _o, ...rest }) => rest),
+      virtualLinks: [],
+      metadata: cnfMetadata(cnf),
+    };
+  }
+}
+
+/** Creates the Kubernetes infra driver (register it in the InfraDriverRegistry). */
+export function createKubernetesDriver(options: KubernetesDriverOptions = {}): InfraDriver {
+  return new KubernetesDriver(options);
+}

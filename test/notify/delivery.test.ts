@@ -1,0 +1,223 @@
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { after, before, describe, it } from 'node:test';
+import { DeliveryWorker } from '../../src/notify/delivery.ts';
+import { expectEtsiValid } from '../helpers/etsi.ts';
+import { type NotifyVnfm, type Receiver, V2, drainAll, facts, notifyVnfm, opEvent, startReceiver, waitFor } from './fixture.ts';
+
+const CONFIG = { notifications: { testCallback: true, timeoutMs: 1000, maxAttempts: 4, backoffMs: 20, maxBackoffMs: 80 } };
+
+describe('notification delivery', () => {
+  let rx: Receiver;
+  let vnfm: NotifyVnfm;
+
+  before(async () => {
+    rx = await startReceiver();
+    vnfm = await notifyVnfm({ config: CONFIG, pollMs: 50, concurrency: 4 });
+  });
+  after(async () => {
+    await vnfm?.close();
+    await rx?.close();
+  });
+
+  async function subscribe(v: 'v1' | 'v2', path: string, extra: Record<string, unknown> = {}, on: NotifyVnfm = vnfm): Promise<string> {
+    const res = await on.app.inject({ method: 'POST', url: `/vnflcm/${v}/subscriptions`, headers: v === 'v2' ? V2 : { 'content-type': 'application/json' }, payload: JSON.stringify({ callbackUri: `${rx.url}${path}`, ...extra }) });
+    assert.equal(res.statusCode, 201, res.body);
+    return res.json().id as string;
+  }
+  /** A filter that only matches events of `vnfdId`, so tests do not see each other's notifications. */
+  const only = (vnfdId: string) => ({ filter: { vnfInstanceSubscriptionFilter: { vnfdIds: [vnfdId] } } });
+  const rows = (subId: string) => vnfm.store.db.selectFrom('outbox').selectAll().where('subscription_id', '=', subId).orderBy('id').execute();
+  const counter = (result: string) => vnfm.ctx.metrics.registry.getSingleMetric('vnfm_notifications_delivery_total') as unknown as { get(): Promise<{ values: { labels: { result: string }; value: number }[] }> };
+  const count = async (result: string) => (await counter(result).get()).values.find((x) => x.labels.result === result)?.value ?? 0;
+
+  it('delivers in order per subscription, with Content-Type and Version headers, bodies ETSI-valid', async () => {
+    const vnfdId = `vnfd-${randomUUID()}`;
+    // random latency at the consumer shakes out any reordering
+    rx.handlers.set('/order-v2', async () => {
+      await new Promise((r) => setTimeout(r, Math.random() * 15));
+      return 204;
+    });
+    const s2 = await subscribe('v2', '/order-v2', only(vnfdId));
+    const s1 = await subscribe('v1', '/order-v1', only(vnfdId));
+    const inst = facts({ vnfdId });
+    const states = ['STARTING', 'PROCESSING', 'COMPLETED', 'STARTING', 'PROCESSING', 'FAILED_TEMP', 'PROCESSING', 'COMPLETED'];
+    for (const st of states) await vnfm.ctx.notifier.enqueue(vnfm.store.db, { ...opEvent(inst, st), ...(st === 'FAILED_TEMP' ? { error: { status: 500, detail: 'boom' } } : {}) });
+    const expected2 = (await rows(s2)).map((r) => r.notification.id);
+    const expected1 = (await rows(s1)).map((r) => r.notification.id);
+    assert.equal(expected2.length, states.length);
+    const delivered0 = await count('delivered');
+    vnfm.notify.worker.start();
+    await waitFor(() => rx.posts('/order-v2').length === states.length && rx.posts('/order-v1').length === states.length, 10_000, 'all notifications');
+    assert.deepEqual(rx.posts('/order-v2').map((n) => n.id), expected2);
+    assert.deepEqual(rx.posts('/order-v1').map((n) => n.id), expected1);
+    assert.deepEqual(rx.posts('/order-v2').map((n) => n.operationState), states);
+
+    const post2 = rx.requests.filter((r) => r.method === 'POST' && r.path === '/order-v2');
+    const post1 = rx.requests.filter((r) => r.method === 'POST' && r.path === '/order-v1');
+    for (const r of post2) {
+      assert.match(String(r.headers['content-type']), /^application\/json/);
+      assert.equal(r.headers.version, '2.0.0');
+      assert.equal(r.headers.authorization, undefined);
+      expectEtsiValid('v2', 'VnfLcmOperationOccurrenceNotification', r.json);
+      assert.equal(r.json?.subscriptionId, s2);
+    }
+    for (const r of post1) {
+      assert.equal(r.headers.version, '1.3.0');
+      expectEtsiValid('v1', 'VnfLcmOperationOccurrenceNotification', r.json);
+    }
+    await waitFor(async () => (await rows(s2)).every((r) => r.status === 'DELIVERED') && (await rows(s1)).every((r) => r.status === 'DELIVERED'), 5000, 'rows DELIVERED');
+    for (const r of await rows(s2)) {
+      assert.equal(r.attempts, 1);
+      assert.ok(r.delivered_at);
+      assert.equal(r.last_error, null);
+    }
+    assert.equal((await count('delivered')) - delivered0, 2 * states.length);
+    // one log line per attempt, with the subscription and the notification type
+    const lines = vnfm.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.subscriptionId === s2 && l.result === 'delivered');
+    assert.equal(lines.length, states.length);
+    assert.equal(lines[0]?.notificationType, 'VnfLcmOperationOccurrenceNotification');
+    await vnfm.notify.worker.stop();
+  });
+
+  it('a failing consumer blocks only its own subscription; after maxAttempts the row is DEAD and the next one is delivered', async () => {
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const inst = facts({ vnfdId });
+    const first = opEvent(inst, 'STARTING');
+    const firstOpOcc = first.kind === 'VnfLcmOperationOccurrenceNotification' ? first.opOccId : '';
+    rx.handlers.set('/flaky', (r) => (r.method === 'POST' && r.json?.vnfLcmOpOccId === firstOpOcc ? 500 : 204));
+    const bad = await subscribe('v2', '/flaky', only(vnfdId));
+    const good = await subscribe('v2', '/healthy', only(vnfdId));
+    const [dead0, failed0] = [await count('dead'), await count('failed')];
+    await vnfm.ctx.notifier.enqueue(vnfm.store.db, first);
+    await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'PROCESSING'));
+    await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'COMPLETED'));
+
+    // first round: the healthy subscription gets its head, the flaky one fails and waits
+    assert.equal(await vnfm.notify.worker.drainOnce(), 2);
+    assert.equal(rx.posts('/healthy').length, 1);
+    let r = await rows(bad);
+    assert.equal(r[0]?.status, 'PENDING');
+    assert.equal(r[0]?.attempts, 1);
+    assert.equal(r[0]?.last_error, 'callback answered HTTP 500');
+    assert.ok(new Date(r[0]?.next_attempt_at as Date).getTime() > Date.now() - 5);
+    // the flaky subscription's next rows are not sent before its head is settled
+    await drainAll(vnfm.notify);
+    assert.equal(rx.posts('/healthy').length, 3, 'the healthy subscription is not held up');
+    assert.equal(rx.posts('/flaky').filter((n) => n.vnfLcmOpOccId !== firstOpOcc).length, 0);
+
+    vnfm.notify.worker.start();
+    await waitFor(async () => (await rows(bad)).every((x) => x.status !== 'PENDING'), 10_000, 'flaky subscription settled');
+    await vnfm.notify.worker.stop();
+    r = await rows(bad);
+    assert.deepEqual(r.map((x) => x.status), ['DEAD', 'DELIVERED', 'DELIVERED']);
+    assert.equal(r[0]?.attempts, 4);
+    assert.equal(r[0]?.last_error, 'callback answered HTTP 500');
+    const flaky = rx.posts('/flaky');
+    assert.equal(flaky.length, 6);
+    assert.deepEqual(flaky.map((n) => n.operationState), ['STARTING', 'STARTING', 'STARTING', 'STARTING', 'PROCESSING', 'COMPLETED']);
+    assert.equal((await count('dead')) - dead0, 1);
+    assert.equal((await count('failed')) - failed0, 3);
+
+    // the read-only outbox view shows it
+    const view = await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications?status=DEAD&subscriptionId=${bad}` });
+    assert.equal(view.statusCode, 200, view.body);
+    const items = view.json();
+    assert.equal(items.length, 1);
+    assert.equal(items[0].subscriptionId, bad);
+    assert.equal(items[0].notificationType, 'VnfLcmOperationOccurrenceNotification');
+    assert.equal(items[0].status, 'DEAD');
+    assert.equal(items[0].attempts, 4);
+    assert.equal(items[0].lastError, 'callback answered HTTP 500');
+    const all = await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications?subscriptionId=${good}` });
+    assert.deepEqual(all.json().map((x: { status: string }) => x.status), ['DELIVERED', 'DELIVERED', 'DELIVERED']);
+    assert.equal((await vnfm.app.inject({ method: 'GET', url: '/vnfm/v1/notifications?status=LOST' })).statusCode, 400);
+    const metrics = await vnfm.app.inject({ method: 'GET', url: '/metrics' });
+    assert.ok(/vnfm_notifications_delivery_total\{result="dead"\} [1-9]/.test(metrics.body), 'dead counter exposed');
+    assert.ok(/\nvnfm_notifications_pending 0\n/.test(metrics.body), 'pending gauge is 0');
+  });
+
+  it('consumer down, then up: delivered after retries', async () => {
+    const other = await startReceiver();
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const res = await vnfm.app.inject({ method: 'POST', url: '/vnflcm/v2/subscriptions', headers: V2, payload: JSON.stringify({ callbackUri: `${other.url}/cb`, ...only(vnfdId) }) });
+    assert.equal(res.statusCode, 201);
+    const sub = res.json().id as string;
+    await other.down();
+    const quick = await notifyVnfm({ store: vnfm.store, config: { notifications: { ...CONFIG.notifications, maxAttempts: 50 } }, pollMs: 20 });
+    try {
+      const inst = facts({ vnfdId });
+      await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'STARTING'));
+      await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'PROCESSING'));
+      quick.notify.worker.start();
+      await waitFor(async () => ((await rows(sub))[0]?.attempts ?? 0) >= 2, 10_000, 'two failed attempts');
+      const head = (await rows(sub))[0];
+      assert.equal(head?.status, 'PENDING');
+      assert.equal(head?.last_error, 'connection refused (ECONNREFUSED)');
+      await other.up();
+      await waitFor(() => other.posts('/cb').length === 2, 10_000, 'delivery after the consumer came back');
+      assert.deepEqual(other.posts('/cb').map((n) => n.operationState), ['STARTING', 'PROCESSING']);
+      await waitFor(async () => (await rows(sub)).every((x) => x.status === 'DELIVERED'), 5000, 'rows DELIVERED');
+    } finally {
+      await quick.close();
+      await other.close();
+    }
+  });
+
+  it('survives a restart: rows pending in one VNFM are delivered by the next one, exactly once', async () => {
+    const other = await startReceiver();
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const first = await notifyVnfm({ store: vnfm.store, config: CONFIG, pollMs: 20 });
+    const res = await first.app.inject({ method: 'POST', url: '/vnflcm/v2/subscriptions', headers: V2, payload: JSON.stringify({ callbackUri: `${other.url}/cb`, ...only(vnfdId) }) });
+    const sub = res.json().id as string;
+    await other.down();
+    const inst = facts({ vnfdId });
+    for (const st of ['STARTING', 'PROCESSING', 'COMPLETED']) await first.ctx.notifier.enqueue(first.store.db, opEvent(inst, st));
+    first.notify.worker.start();
+    await waitFor(async () => ((await rows(sub))[0]?.attempts ?? 0) >= 1, 10_000, 'a failed attempt');
+    await first.close();
+    await other.up();
+    const second = await notifyVnfm({ store: vnfm.store, config: CONFIG, pollMs: 20 });
+    try {
+      second.notify.worker.start();
+      await waitFor(() => other.posts('/cb').length >= 3, 10_000, 'delivery by the new process');
+      await waitFor(async () => (await rows(sub)).every((x) => x.status === 'DELIVERED'), 5000, 'rows DELIVERED');
+      await new Promise((r) => setTimeout(r, 100));
+      assert.deepEqual(other.posts('/cb').map((n) => n.operationState), ['STARTING', 'PROCESSING', 'COMPLETED']);
+    } finally {
+      await second.close();
+      await other.close();
+    }
+  });
+
+  it('two workers on one store deliver every row exactly once, in order per subscription', async () => {
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const paths = ['/w-a', '/w-b', '/w-c'];
+    for (const p of paths)
+      rx.handlers.set(p, async () => {
+        await new Promise((r) => setTimeout(r, Math.random() * 5));
+        return 204;
+      });
+    const subs: string[] = [];
+    for (const p of paths) subs.push(await subscribe('v2', p, only(vnfdId)));
+    const inst = facts({ vnfdId });
+    for (let i = 0; i < 10; i++) await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, i % 2 ? 'PROCESSING' : 'STARTING'));
+    const w1 = new DeliveryWorker({ db: vnfm.store.db, box: vnfm.ctx.box, config: vnfm.ctx.config, log: vnfm.ctx.log, metrics: vnfm.ctx.metrics, concurrency: 2, pollMs: 10 });
+    const w2 = new DeliveryWorker({ db: vnfm.store.db, box: vnfm.ctx.box, config: vnfm.ctx.config, log: vnfm.ctx.log, metrics: vnfm.ctx.metrics, concurrency: 2, pollMs: 10 });
+    w1.start();
+    w2.start();
+    try {
+      await waitFor(async () => {
+        for (const s of subs) if (!(await rows(s)).every((x) => x.status === 'DELIVERED')) return false;
+        return true;
+      }, 20_000, 'all rows DELIVERED');
+    } finally {
+      await Promise.all([w1.stop(), w2.stop()]);
+    }
+    for (const [i, p] of paths.entries()) {
+      const got = rx.posts(p).map((n) => n.id);
+      assert.deepEqual(got, (await rows(subs[i] as string)).map((r) => r.notification.id), `order and exactly-once for ${p}`);
+    }
+    for (const s of subs) for (const r of await rows(s)) assert.equal(r.attempts, 1);
+  });
+});
