@@ -35,6 +35,15 @@ export interface VnfmConfig {
   apiTokens: string[];
   /** Start the simulated cloud (OpenStack, Kubernetes, Server Notifier) and register it as default VIMs. @default true */
   sim: boolean;
+  /** Ports of the simulated cloud (0 = any free port). */
+  simPorts: {
+    /** @default 9891 */
+    openstack: number;
+    /** @default 9892 */
+    kubernetes: number;
+    /** @default 9893 */
+    serverNotifier: number;
+  };
   /** Op runner. */
   runner: {
     /** Worker id (unique per process). @default `${hostname}-${pid}` */
@@ -112,6 +121,7 @@ export function defaultConfig(): VnfmConfig {
     apiAuth: 'none',
     apiTokens: [],
     sim: true,
+    simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8 },
     notifications: { timeoutMs: 10_000, maxAttempts: 10, backoffMs: 500, maxBackoffMs: 60_000, testCallback: true },
     grants: {

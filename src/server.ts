@@ -8,6 +8,7 @@ import { buildApp } from './api/app.ts';
 import type { AppContext } from './api/context.ts';
 import { VnfmMetrics } from './api/metrics.ts';
 import { setupEngine } from './lcm/engine.ts';
+import { setupSimCloud } from './sim-cloud.ts';
 import { InstanceService } from './lcm/instance-service.ts';
 import { type Logger, createLogger } from './logger.ts';
 import { Notifier } from './notify/notifier.ts';
@@ -61,7 +62,7 @@ export function buildContext(config: VnfmConfig, store: Store, log: Logger): App
 
 /** The modules every VNFM runs (engine, notifications, auto-heal, simulated cloud). */
 function builtinPlugins(): VnfmPlugin[] {
-  return [setupEngine];
+  return [setupEngine, setupSimCloud];
 }
 
 /** Starts the VNFM with the given config. */

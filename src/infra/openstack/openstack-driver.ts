@@ -42,7 +42,7 @@ import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
 export interface OpenStackDriverOptions {
   /** First poll interval of stack waits; doubles per poll. @default 100 */
   pollInitialMs?: number;
-  /** Largest poll interval of stack waits. @default 2000 */
+  /** Largest poll interval of stack waits. @default 1000 */
   pollMaxMs?: number;
   /** `nested_depth` of the resource listings (2 reaches a server inside a group member). @default 2 */
   nestedDepth?: number;
@@ -161,7 +161,7 @@ export class OpenStackDriver implements InfraDriver {
 
   constructor(options: OpenStackDriverOptions = {}) {
     this.pollInitialMs = options.pollInitialMs ?? 100;
-    this.pollMaxMs = Math.max(options.pollMaxMs ?? 2000, this.pollInitialMs);
+    this.pollMaxMs = Math.max(options.pollMaxMs ?? 1000, this.pollInitialMs);
     this.nestedDepth = Math.max(2, options.nestedDepth ?? 2);
     this.http = options.http;
     this.useNova = options.useNova ?? true;
