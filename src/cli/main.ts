@@ -53,4 +53,41 @@ program
     process.on('SIGTERM', () => void stop('SIGTERM'));
   });
 
+program
+  .command('csar <dir> <out>')
+  .description('build a VNF package (CSAR zip) from a package folder such as samples/vm-basic')
+  .action(async (dir: string, out: string) => {
+    const { buildCsarFromDir } = await import('../packages/csar-reader.ts');
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(out, buildCsarFromDir(dir));
+    console.log(`wrote ${out}`);
+  });
+
+program
+  .command('onboard <dir>')
+  .description('build a CSAR from a package folder and onboard it on a running VNFM; prints the vnfdId')
+  .option('--url <url>', 'VNFM base URL', 'http://127.0.0.1:9890')
+  .action(async (dir: string, o: { url: string }) => {
+    const { buildCsarFromDir } = await import('../packages/csar-reader.ts');
+    const created = await fetch(`${o.url}/vnfpkgm/v1/vnf_packages`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
+    if (created.status !== 201) throw new Error(`create package: ${created.status} ${await created.text()}`);
+    const { id } = (await created.json()) as { id: string };
+    const up = await fetch(`${o.url}/vnfpkgm/v1/vnf_packages/${id}/package_content`, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: new Uint8Array(buildCsarFromDir(dir)) });
+    if (up.status !== 202) throw new Error(`upload: ${up.status} ${await up.text()}`);
+    for (let i = 0; i < 100; i++) {
+      const p = (await (await fetch(`${o.url}/vnfpkgm/v1/vnf_packages/${id}`)).json()) as { onboardingState: string; vnfdId?: string; onboardingFailureDetails?: { detail: string } };
+      if (p.onboardingState === 'ONBOARDED') {
+        console.log(`package ${id} onboarded, vnfdId ${p.vnfdId}`);
+        return;
+      }
+      if (p.onboardingState === 'ERROR') {
+        console.error(`onboarding failed: ${p.onboardingFailureDetails?.detail}`);
+        process.exit(1);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    console.error('onboarding did not finish in 10 s');
+    process.exit(1);
+  });
+
 await program.parseAsync(process.argv);

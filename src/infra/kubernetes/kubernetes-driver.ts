@@ -324,37 +324,37 @@ export class KubernetesDriver implements InfraDriver {
   }
 
   /**
-   * Deletes the CNF's objects (recorded ones and any other object of the same kinds carrying our
-   * label), then its pods with `gracePeriodSeconds`, then (unless `keepStorage`) its PVCs, and
-   * waits until no pod (and no deleted PVC) is left.
+   * Deletes the CNF's objects: every object carrying our instance label, of every kind the CNF
+   * is made of (so leftovers of an interrupted operation go too, and an object of the same name
+   * that is not ours is never touched), in reverse creation order; then its pods with
+   * `gracePeriodSeconds`; then (unless `keepStorage`) its PVCs; and waits until no pod (and no
+   * deleted PVC) is left.
    */
   private async deleteCnf(ctx: InfraContext, client: KubeClient, cnf: CnfRecord, opts: { gracePeriodSeconds: number | undefined; keepStorage: boolean; what: string }): Promise<void> {
     const ns = cnf.namespace;
     const selector = instanceSelector(ctx.instance.id);
     const keepKinds = new Set(opts.keepStorage ? ['PersistentVolumeClaim', 'PersistentVolume', 'Namespace'] : []);
-    const targets: ObjectRef[] = [];
-    const seen = new Set<string>();
-    const add = (r: ObjectRef): void => {
-      const k = refKey(r);
-      if (seen.has(k) || keepKinds.has(r.kind)) return;
-      seen.add(k);
-      targets.push(r);
-    };
-    for (const r of [...cnf.resources].reverse()) add({ apiVersion: r.apiVersion, kind: r.kind, name: r.name, ...(r.namespace === undefined ? {} : { namespace: r.namespace }) });
-    // Anything else of the same kinds with our label (left over by an interrupted operation).
-    const kinds = new Map<string, { apiVersion: string; kind: string }>();
-    for (const r of cnf.resources) if (!keepKinds.has(r.kind) && r.kind !== 'Namespace') kinds.set(`${r.apiVersion}/${r.kind}`, { apiVersion: r.apiVersion, kind: r.kind });
-    for (const { apiVersion, kind } of kinds.values()) {
+    // Kinds in reverse creation order (the record is in creation order); Namespaces last, since
+    // deleting one takes everything in it along.
+    const kinds: { apiVersion: string; kind: string }[] = [];
+    for (const r of [...cnf.resources].reverse()) {
+      if (keepKinds.has(r.kind) || kinds.some((k) => k.kind === r.kind && k.apiVersion === r.apiVersion)) continue;
+      kinds.push({ apiVersion: r.apiVersion, kind: r.kind });
+    }
+    kinds.sort((a, b) => Number(a.kind === 'Namespace') - Number(b.kind === 'Namespace'));
+    for (const { apiVersion, kind } of kinds) {
       const listed = await client.list(apiVersion, kind, isNamespaced(kind) ? ns : undefined, { labelSelector: selector });
       for (const o of listed.items) {
-        if (o.metadata.name === undefined) continue;
-        add({ apiVersion, kind, name: o.metadata.name, ...(isNamespaced(kind) ? { namespace: o.metadata.namespace ?? ns } : {}) });
+        if (o.metadata.name === undefined || isTerminating(o)) continue;
+        const ref: ObjectRef = { apiVersion, kind, name: o.metadata.name, ...(isNamespaced(kind) ? { namespace: o.metadata.namespace ?? ns } : {}) };
+        await client.delete(ref, {
+          propagationPolicy: 'Background',
+          ...(o.metadata.uid ? { uid: o.metadata.uid } : {}),
+          ...(kind === 'Pod' && opts.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: opts.gracePeriodSeconds } : {}),
+        }).catch((e: unknown) => {
+          if (!KubeApiError.isStatus(e, 409)) throw e;
+        });
       }
-    }
-    // Namespaces last: deleting one takes everything in it along.
-    targets.sort((a, b) => Number(a.kind === 'Namespace') - Number(b.kind === 'Namespace'));
-    for (const r of targets) {
-      await client.delete(r, { propagationPolicy: 'Background', ...(r.kind === 'Pod' && opts.gracePeriodSeconds !== undefined ? { gracePeriodSeconds: opts.gracePeriodSeconds } : {}) });
     }
     // The controllers are gone: delete their pods now, with our grace period (the garbage
     // collector would use each pod's own).

@@ -6,6 +6,8 @@
  * server-side printing (`Table`) for kubectl. Faults (latency, broken API) are applied here.
  */
 import { timingSafeEqual } from 'node:crypto';
+import { createRequire } from 'node:module';
+const require = createRequire(import.meta.url);
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { ApiError, badRequest, invalid, methodNotAllowed } from './api-errors.ts';
@@ -162,12 +164,13 @@ export class ApiServer {
         }
         chunks.push(c);
       });
-      req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+      req.on('end', () => resolve(Buffer.concat(chunks).toString(String(req.headers['content-type']).includes('protobuf') ? 'latin1' : 'utf8')));
       req.on('error', reject);
     });
   }
 
   private parseBody(text: string, contentType: string | undefined): Loose {
+    if ((contentType ?? '').includes('protobuf')) { require('node:fs').writeFileSync('/tmp/ksim/pb-' + Date.now() + '.bin', Buffer.from(text, 'latin1')); }
     if (!text.trim()) return undefined;
     const ct = (contentType ?? '').toLowerCase();
     try {

@@ -451,10 +451,10 @@ export class HeatEngine {
       } else if (r.kind === 'nested') {
         const child = r.nestedStackId ? this.stacks.get(r.nestedStackId) : undefined;
         if (child) for (const o of this.outputs(child)) if (o.key !== 'show') out[o.key] = o.value;
-      } else if (r.kind === 'asg') {
-        for (const a of ['current_size', 'refs', 'refs_map', 'outputs', 'outputs_list']) out[a] = this.attr(stack, r, a, []) ?? null;
       } else {
-        for (const a of ['refs', 'refs_map', 'removed_rsrc_list']) out[a] = this.attr(stack, r, a, []) ?? null;
+        // Heat shows group attributes as null in `resource show` (they are read with get_attr).
+        const names = r.kind === 'asg' ? ['outputs_list', 'current_size', 'outputs', 'refs', 'refs_map'] : ['refs', 'refs_map', 'attributes', 'removed_rsrc_list'];
+        for (const a of names) out[a] = null;
       }
     } catch {
       // attributes of half-built resources are best effort
@@ -574,8 +574,11 @@ export class HeatEngine {
           throw new HeatValidationError(`The Parameter (${k}) was not defined in template.`, 'UnknownUserParameter');
         }
       }
-      if (strictMissing) resolveParameters(tmpl, env.parameters, {}, env.parameter_defaults, false);
       this.validateTemplate(tmpl, env, files, []);
+      if (strictMissing) {
+        const params = resolveParameters(tmpl, env.parameters, {}, env.parameter_defaults, false);
+        this.checkGroupSizes(tmpl, params, files);
+      }
       return { tmpl, env, files };
     } catch (e) {
       if (e instanceof HeatValidationError) {
@@ -708,6 +711,40 @@ export class HeatEngine {
       }
     }
     this.topoOrder(tmpl, names, env, files);
+  }
+
+  /**
+   * Heat computes properties that depend only on parameters at validation time, so a group size
+   * that is not an integer (e.g. `desired_capacity` read from a missing `nfv` key) is a 400.
+   */
+  private checkGroupSizes(tmpl: HotTemplate, params: Record<string, unknown>, files: Record<string, string>): void {
+    const ctx: FunctionContext = {
+      getParam: (name) => (name.startsWith('OS::') ? 'placeholder' : params[name]),
+      getResourceRef: (name) => name,
+      getAttr: () => null,
+      getFile: (key) => files[key] ?? '',
+      condition: () => true,
+    };
+    for (const name of tmpl.resourceOrder) {
+      const def = tmpl.resources[name] as ResourceDef;
+      if (def.type !== 'OS::Heat::AutoScalingGroup' && def.type !== 'OS::Heat::ResourceGroup') continue;
+      let props: unknown;
+      try {
+        props = evaluate(def.properties, ctx);
+      } catch {
+        continue;
+      }
+      if (!isObj(props)) continue;
+      const keys = def.type === 'OS::Heat::AutoScalingGroup' ? ['min_size', 'max_size', 'desired_capacity'] : ['count'];
+      for (const k of keys) {
+        const v = props[k];
+        if (v === undefined || v === null) continue;
+        const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN;
+        if (!Number.isInteger(n)) {
+          throw new HeatValidationError(`ValueError: : resources.${name}: : Value '${String(v)}' is not an integer`);
+        }
+      }
+    }
   }
 
   // -------------------------------------------------------------------------------------------

@@ -1,0 +1,221 @@
+/**
+ * Kubernetes driver edge cases against the simulated cluster: drift (pods replaced by Kubernetes
+ * outside any operation), failed pods, resumed instantiate (adoption), foreign objects, rollback,
+ * terminate keeping claims, readiness timeouts, and the API client's error mapping.
+ */
+import assert from 'node:assert/strict';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { after, before, describe, test } from 'node:test';
+import { isVnfmError } from '../../../src/errors.ts';
+import type { InfraDriver, ObservedResources, ObservedVnfc } from '../../../src/infra/infra-driver.ts';
+import { createKubernetesDriver, INSTANCE_LABEL, KubeApiError, KubeClient } from '../../../src/infra/kubernetes/index.ts';
+import type { VnfInstanceRecord } from '../../../src/model/vnf-instance.ts';
+import { applyObserved, type CnfFixture, cnfFixture, makeCtx, newInstance, simControl, targetsFor } from './cnf-context.ts';
+
+const LEVELS = { web_deploy_aspect: 1, db_aspect: 0 };
+
+function vdu(obs: ObservedResources, id: string): ObservedVnfc[] {
+  return obs.vnfcs.filter((v) => v.vduId === id);
+}
+
+describe('kubernetes driver: drift, resume, conflicts, timeouts', () => {
+  let fx: CnfFixture;
+  let driver: InfraDriver;
+  const deletes: string[] = [];
+
+  before(async () => {
+    fx = await cnfFixture({ kubeletDelayMs: 50 });
+    for (const ns of ['edge-a', 'edge-b', 'edge-c']) await fx.kube.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    driver = createKubernetesDriver({
+      client: { attempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
+      clientFactory: (vim, o) => {
+        const c = KubeClient.fromVim(vim, o);
+        const del = c.delete.bind(c);
+        c.delete = async (ref, opts) => {
+          if (ref.kind === 'Pod') deletes.push(ref.name);
+          return del(ref, opts);
+        };
+        return c;
+      },
+    });
+  });
+
+  after(async () => {
+    await fx?.close();
+  });
+
+  async function instantiate(ns: string): Promise<VnfInstanceRecord> {
+    const inst = newInstance(fx.vnfd);
+    const req = { flavourId: 'simple', additionalParams: { namespace: ns } };
+    const ctx = makeCtx(fx, inst, { operationParams: req, scaleLevels: LEVELS });
+    await driver.instantiate(ctx, req);
+    applyObserved(inst, await driver.observe(ctx), LEVELS);
+    return inst;
+  }
+
+  async function observe(inst: VnfInstanceRecord): Promise<ObservedResources> {
+    return driver.observe(makeCtx(fx, inst, { operation: 'HEAL', scaleLevels: LEVELS }));
+  }
+
+  /** Waits (test-side) until `pred` holds on the observed resources. */
+  async function until(inst: VnfInstanceRecord, pred: (o: ObservedResources) => boolean): Promise<ObservedResources> {
+    for (let i = 0; i < 200; i++) {
+      const o = await observe(inst);
+      if (pred(o)) return o;
+      await sleep(25);
+    }
+    throw new Error('condition not reached');
+  }
+
+  let inst: VnfInstanceRecord;
+
+  test('drift: a pod Kubernetes already replaced with a Ready pod is not deleted again', async () => {
+    inst = await instantiate('edge-a');
+    const before = await observe(inst);
+    const stale = vdu(before, 'VDU2')[0]?.computeResource.resourceId as string;
+    // Kubernetes replaces it outside any operation (eviction, node drain, ...).
+    await fx.kube.delete({ apiVersion: 'v1', kind: 'Pod', name: stale, namespace: 'edge-a' }, { gracePeriodSeconds: 0 });
+    const drifted = await until(inst, (o) => vdu(o, 'VDU2').length === 2 && !vdu(o, 'VDU2').some((v) => v.computeResource.resourceId === stale) && o.vnfcs.every((v) => v.metadata?.ready));
+    const replacement = vdu(drifted, 'VDU2').find((v) => !(inst.instantiatedVnfInfo?.vnfcResourceInfo ?? []).some((r) => r.computeResource.resourceId === v.computeResource.resourceId));
+    assert.ok(replacement);
+    // The instance record still names the stale pod (no sync yet): heal it.
+    deletes.length = 0;
+    await driver.heal(makeCtx(fx, inst, { operation: 'HEAL', scaleLevels: LEVELS }), { targets: targetsFor(inst, [stale]), entire: false, includeStorage: false, additionalParams: {} });
+    assert.deepEqual(deletes, [], 'the healthy replacement was accepted, not restarted');
+    const after = await observe(inst);
+    assert.equal(vdu(after, 'VDU2').find((v) => v.computeResource.resourceId === replacement.computeResource.resourceId)?.metadata?.uid, replacement.metadata?.uid);
+    applyObserved(inst, after, LEVELS);
+  });
+
+  test('drift: a StatefulSet pod re-created under the same name is recognised by its uid', async () => {
+    const before = await observe(inst);
+    const oldUid = vdu(before, 'VDU5')[0]?.metadata?.uid;
+    await fx.kube.delete({ apiVersion: 'v1', kind: 'Pod', name: 'db-0', namespace: 'edge-a' }, { gracePeriodSeconds: 0 });
+    const drifted = await until(inst, (o) => vdu(o, 'VDU5')[0]?.metadata?.uid !== oldUid && vdu(o, 'VDU5')[0]?.metadata?.ready === true);
+    deletes.length = 0;
+    await driver.heal(makeCtx(fx, inst, { operation: 'HEAL', scaleLevels: LEVELS }), { targets: targetsFor(inst, ['db-0']), entire: false, includeStorage: false, additionalParams: {} });
+    assert.deepEqual(deletes, []);
+    assert.equal(vdu(await observe(inst), 'VDU5')[0]?.metadata?.uid, vdu(drifted, 'VDU5')[0]?.metadata?.uid);
+    applyObserved(inst, await observe(inst), LEVELS);
+  });
+
+  test('a failed singleton Pod is observed unhealthy and healed under the same name', async () => {
+    await simControl(fx.sim, 'POST', 'pods/edge-a/web-pod/fail', { exitCode: 137 });
+    const failed = await until(inst, (o) => vdu(o, 'VDU1')[0]?.unhealthy === true);
+    assert.equal(vdu(failed, 'VDU1')[0]?.metadata?.podPhase, 'Failed');
+    const oldUid = vdu(failed, 'VDU1')[0]?.metadata?.uid;
+    applyObserved(inst, failed, LEVELS);
+    deletes.length = 0;
+    await driver.heal(makeCtx(fx, inst, { operation: 'HEAL', scaleLevels: LEVELS }), { targets: targetsFor(inst, ['web-pod']), entire: false, includeStorage: false, additionalParams: { gracePeriodSeconds: 0 } });
+    assert.deepEqual(deletes, ['web-pod']);
+    const healed = vdu(await observe(inst), 'VDU1')[0];
+    assert.equal(healed?.computeResource.resourceId, 'web-pod');
+    assert.notEqual(healed?.metadata?.uid, oldUid);
+    assert.equal(healed?.metadata?.ready, true);
+    assert.equal(healed?.unhealthy, undefined);
+    applyObserved(inst, await observe(inst), LEVELS);
+  });
+
+  test('instantiate resumed without its checkpoint adopts the objects it already created', async () => {
+    const req = { flavourId: 'simple', additionalParams: { namespace: 'edge-a' } };
+    const before = await observe(inst);
+    await driver.instantiate(makeCtx(fx, inst, { operationParams: req, scaleLevels: LEVELS }), req);
+    const after = await observe(inst);
+    assert.deepEqual(
+      after.vnfcs.map((v) => v.metadata?.uid).sort(),
+      before.vnfcs.map((v) => v.metadata?.uid).sort(),
+      'nothing re-created',
+    );
+  });
+
+  test('terminate GRACEFUL with deletePvcs false keeps the claims', async () => {
+    const pvcUid = (await fx.kube.get({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: 'data-db-0', namespace: 'edge-a' }))?.metadata.uid;
+    await driver.terminate(makeCtx(fx, inst, { operation: 'TERMINATE', scaleLevels: LEVELS }), {
+      terminationType: 'GRACEFUL',
+      gracefulTerminationTimeout: 1,
+      additionalParams: { deletePvcs: false },
+    });
+    assert.equal((await fx.kube.list('v1', 'Pod', 'edge-a', { labelSelector: `${INSTANCE_LABEL}=${inst.id}` })).items.length, 0);
+    assert.equal((await fx.kube.list('apps/v1', 'StatefulSet', 'edge-a')).items.length, 0);
+    const pvc = await fx.kube.get({ apiVersion: 'v1', kind: 'PersistentVolumeClaim', name: 'data-db-0', namespace: 'edge-a' });
+    assert.equal(pvc?.metadata.uid, pvcUid, 'claim kept');
+  });
+
+  test('an existing object that is not ours fails instantiate; rollback removes only what we created', async () => {
+    await fx.kube.create({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web-deploy', namespace: 'edge-b', labels: { app: 'foreign' } },
+      spec: {
+        replicas: 1,
+        selector: { matchLabels: { app: 'foreign' } },
+        template: { metadata: { labels: { app: 'foreign' } }, spec: { containers: [{ name: 'c', image: 'nginx' }] } },
+      },
+    });
+    const other = newInstance(fx.vnfd);
+    const req = { flavourId: 'simple', additionalParams: { namespace: 'edge-b' } };
+    const state: Record<string, unknown> = {};
+    await assert.rejects(
+      driver.instantiate(makeCtx(fx, other, { operationParams: req, state, scaleLevels: LEVELS }), req),
+      (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_FAILED') && /Deployment edge-b\/web-deploy already exists and does not belong/.test(e.message),
+    );
+    const created = (state.kubernetes as { created: string[] }).created;
+    assert.ok(created.length > 0 && created.every((k) => !k.startsWith('Deployment/')));
+    await driver.rollbackInstantiate(makeCtx(fx, other, { operationParams: req, state, scaleLevels: LEVELS }));
+    const sel = { labelSelector: `${INSTANCE_LABEL}=${other.id}` };
+    for (const [apiVersion, kind] of [
+      ['v1', 'Pod'],
+      ['apps/v1', 'ReplicaSet'],
+      ['apps/v1', 'DaemonSet'],
+      ['v1', 'Service'],
+    ] as const) {
+      assert.equal((await fx.kube.list(apiVersion, kind, 'edge-b', sel)).items.length, 0, `no ${kind} of ours left`);
+    }
+    const foreign = await fx.kube.get({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web-deploy', namespace: 'edge-b' });
+    assert.equal(foreign?.metadata.labels?.app, 'foreign', 'the foreign Deployment is untouched');
+  });
+
+  test('pods that do not become Ready in time -> VNFM_ERR_LCM_TIMEOUT naming the VDU and the counts', async () => {
+    await simControl(fx.sim, 'PUT', 'kubelet', { delayMs: 60_000 });
+    const other = newInstance(fx.vnfd);
+    const req = { flavourId: 'simple', additionalParams: { namespace: 'edge-c' } };
+    const state: Record<string, unknown> = {};
+    const t0 = Date.now();
+    try {
+      await assert.rejects(driver.instantiate(makeCtx(fx, other, { operationParams: req, state, scaleLevels: LEVELS, waitMs: 300 }), req), (e: unknown) => {
+        assert.ok(isVnfmError(e, 'VNFM_ERR_LCM_TIMEOUT'), String(e));
+        assert.match(e.message, /instantiate of VNF .*not reached within 0\.3 s/);
+        assert.match(e.message, /VDU VDU3 \(Deployment web-deploy\): 0 of 2 pod\(s\) Ready/);
+        return true;
+      });
+      assert.ok(Date.now() - t0 < 3000);
+    } finally {
+      await simControl(fx.sim, 'PUT', 'kubelet', { delayMs: 50 });
+    }
+    await driver.rollbackInstantiate(makeCtx(fx, other, { operationParams: req, state, scaleLevels: LEVELS }));
+    assert.equal((await fx.kube.list('v1', 'Pod', 'edge-c', { labelSelector: `${INSTANCE_LABEL}=${other.id}` })).items.length, 0);
+  });
+
+  test('API client: 404 -> undefined/gone, uid precondition -> 409, bad token -> VIM_FAILED, no server -> VIM_UNREACHABLE', async () => {
+    const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cm1', namespace: 'edge-c' };
+    assert.equal(await fx.kube.get(ref), undefined);
+    assert.equal(await fx.kube.delete(ref), 'gone');
+    await fx.kube.create({ ...ref, metadata: { name: 'cm1', namespace: 'edge-c' }, data: { a: '1' } } as never);
+    await assert.rejects(fx.kube.delete(ref, { uid: '00000000-0000-0000-0000-000000000000' }), (e: unknown) => KubeApiError.isStatus(e, 409));
+    const patched = await fx.kube.mergePatch(ref, { data: { b: '2' } });
+    assert.deepEqual(patched.data, { a: '1', b: '2' });
+    await assert.rejects(fx.kube.create({ ...ref, metadata: { name: 'cm1', namespace: 'edge-c' } } as never), (e: unknown) => KubeApiError.isStatus(e, 409, 'AlreadyExists'));
+    assert.equal(await fx.kube.delete(ref), 'deleted');
+
+    const badToken = KubeClient.fromVim({ ...fx.vim, accessInfo: { bearer_token: 'wrong-token-value' } }, { attempts: 1 });
+    await assert.rejects(badToken.list('v1', 'Pod', 'edge-c'), (e: unknown) => {
+      assert.ok(isVnfmError(e, 'VNFM_ERR_VIM_FAILED'));
+      assert.match(e.message, /401/);
+      assert.doesNotMatch(e.message, /wrong-token-value/);
+      return true;
+    });
+    const down = KubeClient.fromVim({ ...fx.vim, interfaceInfo: { endpoint: 'http://127.0.0.1:1' } }, { attempts: 2, baseDelayMs: 10, maxDelayMs: 20 });
+    await assert.rejects(down.list('v1', 'Pod', 'default'), (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_UNREACHABLE') && /2 attempt/.test(e.message));
+    assert.throws(() => KubeClient.fromVim({ ...fx.vim, accessInfo: {} }), (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_INVALID'));
+  });
+});
