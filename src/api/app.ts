@@ -23,7 +23,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     bodyLimit: ctx.config.maxBodyBytes,
     ajv: { customOptions: { removeAdditional: false, coerceTypes: false, useDefaults: true, allErrors: false } },
     return503OnClosing: true,
-    routerOptions: { ignoreTrailingSlash: true },
+    // ids longer than the router's default (100) must reach the schemas and get a 400 ProblemDetails
+    routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
+    // malformed URLs (bad percent-encoding, ...) are answered before routing: still ProblemDetails
+    frameworkErrors: (err, _req, reply) => sendProblem(reply, problem(400, 'Bad Request', `malformed request URL: ${err.message}`)),
   }) as unknown as FastifyInstance;
 
   app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, (_req, body, done) => {
@@ -56,6 +59,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     const token = (h['x-auth-token'] as string | undefined) ?? (typeof h.authorization === 'string' && h.authorization.startsWith('Bearer ') ? h.authorization.slice(7) : undefined);
     if (!token || !ctx.config.apiTokens.includes(token)) throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'a valid X-Auth-Token or Bearer token is required');
   });
+  // PostgreSQL text and jsonb cannot hold U+0000: refuse it in ids, queries and bodies up front
+  // instead of failing inside the database (which would be a 500).
+  app.addHook('preValidation', async (req) => {
+    for (const [where, value] of [
+      ['path', req.params],
+      ['query', req.query],
+      ['body', req.body],
+    ] as const) {
+      const at = findNul(value, where);
+      if (at) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `${at} contains a NUL character (U+0000), which is not accepted`);
+    }
+  });
   app.addHook('onResponse', async (req, reply) => {
     ctx.metrics.httpRequests.inc({ method: req.method, route: req.routeOptions.url ?? 'unknown', status: `${Math.floor(reply.statusCode / 100)}xx` });
     req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
@@ -80,4 +95,23 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await registerVnflcmRoutes(app, ctx, 'v2');
   for (const r of ctx.extraRoutes ?? []) await r(app);
   return app;
+}
+
+/** Path of the first string (value or key) holding U+0000 inside a parsed JSON value, if any. */
+function findNul(v: unknown, path: string, depth = 0): string | undefined {
+  if (typeof v === 'string') return v.includes('\u0000') ? path : undefined;
+  if (v === null || typeof v !== 'object' || Buffer.isBuffer(v) || depth > 64) return undefined;
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) {
+      const at = findNul(v[i], `${path}[${i}]`, depth + 1);
+      if (at) return at;
+    }
+    return undefined;
+  }
+  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+    if (k.includes('\u0000')) return `${path} (an attribute name)`;
+    const at = findNul(x, `${path}.${k}`, depth + 1);
+    if (at) return at;
+  }
+  return undefined;
 }

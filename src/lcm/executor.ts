@@ -347,7 +347,7 @@ export class Executor {
     // Observe before the end hook so that it sees the new resources.
     let observed: ObservedResources | undefined;
     if (drv && op.operation !== 'TERMINATE') observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
-    const infoAfter = observed ? this.rebuild(all.instance, observed, ctx, all).info : null;
+    const infoAfter = observed ? this.rebuild(op, all.instance, observed, ctx, all).info : null;
     const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: op.operation === 'TERMINATE' ? 'NOT_INSTANTIATED' : 'INSTANTIATED', instantiatedVnfInfo: infoAfter };
     let endHookRan = false;
     await this.step(op.id, ctx, 'mgmt-end', log, async () => {
@@ -362,7 +362,7 @@ export class Executor {
     });
   }
 
-  private rebuild(instance: VnfInstanceRecord, observed: ObservedResources, ctx: OpCtx, all: { flavour: FlavourModel; vimKey: string }) {
+  private rebuild(op: OpOccRecord, instance: VnfInstanceRecord, observed: ObservedResources, ctx: OpCtx, all: { flavour: FlavourModel; vimKey: string }) {
     const levels = ctx.targetScaleLevels ?? {};
     return rebuildInstantiatedInfo(instance.instantiatedVnfInfo, observed, {
       flavourId: all.flavour.flavourId,
@@ -371,6 +371,7 @@ export class Executor {
       maxScaleLevels: Object.values(all.flavour.scalingAspects).map((a) => ({ aspectId: a.aspectId, scaleLevel: a.maxScaleLevel })),
       instantiationLevelId: ctx.instantiationLevelId,
       healedIds: new Set(ctx.healedIds ?? []),
+      ...(op.operation === 'INSTANTIATE' && Array.isArray(op.operationParams.extVirtualLinks) ? { extVirtualLinks: op.operationParams.extVirtualLinks as Record<string, unknown>[] } : {}),
       ...(ctx.mgmtResult?.vnfcMetadata ? { vnfcMetadata: ctx.mgmtResult.vnfcMetadata } : {}),
     });
   }
@@ -378,7 +379,7 @@ export class Executor {
   private async complete(op: OpOccRecord, ctx: OpCtx, all: Awaited<ReturnType<Executor['loadAll']>>, observed: ObservedResources, log: Logger, finalState: 'COMPLETED' | 'ROLLED_BACK' = 'COMPLETED', instantiated?: boolean): Promise<void> {
     const inst = await this.d.instances.get(op.vnfInstanceId);
     const terminated = instantiated === false || (instantiated === undefined && op.operation === 'TERMINATE');
-    const { info, changes } = this.rebuild(inst, observed, ctx, all);
+    const { info, changes } = this.rebuild(op, inst, observed, ctx, all);
     const newInfo: InstantiatedVnfInfo | null = terminated ? null : info;
     await this.d.db.transaction().execute(async (tx) => {
       const set: Record<string, unknown> = {

@@ -20,8 +20,8 @@ export interface RebuildOptions {
   healedIds?: ReadonlySet<string>;
   /** Extra metadata to merge per vnfcResourceInfo id (from management hooks). */
   vnfcMetadata?: Record<string, Record<string, unknown>>;
-  extCpInfo?: Record<string, unknown>[];
-  extVirtualLinkInfo?: Record<string, unknown>[];
+  /** ExtVirtualLinkData of the instantiate request; later operations reuse the stored extVirtualLinkInfo. */
+  extVirtualLinks?: Record<string, unknown>[];
 }
 
 /** SOL resourceChanges. */
@@ -148,14 +148,35 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
   }
   for (const p of prevL) if (!usedL.has(p.id)) affectedVirtualLinks.push({ id: p.id, vnfVirtualLinkDescId: p.vnfVirtualLinkDescId, changeType: 'REMOVED', networkResource: p.networkResource });
 
+  // --- external CPs: every VNFC CP whose cpdId is connected by an external virtual link
+  const extVls: { id: string; resourceId?: string; extCps: { cpdId: string; cpConfig?: Record<string, unknown> }[] }[] = (
+    opts.extVirtualLinks ??
+    (prev?.extVirtualLinkInfo ?? []).map((l) => ({ id: l.id, resourceId: (l.resourceHandle as { resourceId?: string } | undefined)?.resourceId, extCps: (l.currentVnfExtCpData ?? []) as never }))
+  ).map((l) => ({ id: String(l.id), ...(l.resourceId !== undefined ? { resourceId: String(l.resourceId) } : {}), extCps: (Array.isArray(l.extCps) ? l.extCps : []) as { cpdId: string; cpConfig?: Record<string, unknown> }[] }));
+  const extCpInfo: Record<string, unknown>[] = [];
+  for (const vl of extVls) {
+    for (const cp of vl.extCps) {
+      const cpConfigId = Object.keys(cp.cpConfig ?? {})[0] ?? 'default';
+      for (const v of vnfcs) {
+        for (const c of v.vnfcCpInfo ?? []) {
+          if (c.cpdId !== cp.cpdId) continue;
+          const id = `${c.id}-ext`;
+          c.vnfExtCpId = id;
+          extCpInfo.push({ id, cpdId: cp.cpdId, cpConfigId, cpProtocolInfo: [], associatedVnfcCpId: c.id });
+        }
+      }
+    }
+  }
+  const extVirtualLinkInfo = extVls.map((l) => ({ id: l.id, resourceHandle: { vimConnectionId: opts.vimConnectionId, resourceId: l.resourceId ?? l.id }, currentVnfExtCpData: l.extCps }));
+
   const info: InstantiatedVnfInfo = {
     flavourId: opts.flavourId,
     vnfState: 'STARTED',
     ...(opts.instantiationLevelId ? { instantiationLevelId: opts.instantiationLevelId } : {}),
     ...(opts.scaleStatus.length ? { scaleStatus: opts.scaleStatus } : {}),
     ...(opts.maxScaleLevels.length ? { maxScaleLevels: opts.maxScaleLevels } : {}),
-    extCpInfo: opts.extCpInfo ?? prev?.extCpInfo ?? [],
-    ...(opts.extVirtualLinkInfo?.length ? { extVirtualLinkInfo: opts.extVirtualLinkInfo } : {}),
+    ...(extCpInfo.length ? { extCpInfo } : {}),
+    ...(extVirtualLinkInfo.length ? { extVirtualLinkInfo } : {}),
     vnfcResourceInfo: vnfcs,
     vnfVirtualLinkResourceInfo: links,
     virtualStorageResourceInfo: storages,

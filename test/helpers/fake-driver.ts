@@ -68,7 +68,12 @@ export class FakeDriver implements InfraDriver {
   async observe(ctx: InfraContext): Promise<ObservedResources> {
     const list = this.vims.get(ctx.instance.id) ?? [];
     return {
-      vnfcs: list.map((v) => ({ vduId: v.vduId, computeResource: { resourceId: v.resourceId, vimLevelResourceType: 'FAKE::Server' }, stableKey: v.key })),
+      vnfcs: list.map((v) => ({
+        vduId: v.vduId,
+        computeResource: { resourceId: v.resourceId, vimLevelResourceType: 'FAKE::Server' },
+        stableKey: v.key,
+        cps: (ctx.flavour.vdus[v.vduId]?.cpIds ?? []).map((cpdId) => ({ cpdId })),
+      })),
       storages: [],
       virtualLinks: [],
       metadata: { fake: true },

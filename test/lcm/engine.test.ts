@@ -95,6 +95,23 @@ describe('LCM engine', () => {
     for (const n of mine) expectEtsiValid('v2', 'VnfLcmOperationOccurrenceNotification', n);
   });
 
+  it('reports external CPs from extVirtualLinks, and the v2 instance validates against ETSI', async () => {
+    const id = await createInstance();
+    const extVirtualLinks = [{ id: 'ext-net-1', resourceId: 'net-123', extCps: [{ cpdId: 'VDU1_CP1', cpConfig: { c1: { cpProtocolData: [{ layerProtocol: 'IP_OVER_ETHERNET' }] } } }] }];
+    await accepted(`/vnflcm/v2/vnf_instances/${id}/instantiate`, { flavourId: 'simple', extVirtualLinks, vimConnectionInfo: { vim1: FAKE_VIM } });
+    await settle();
+    const inst = await instance(id);
+    assert.equal(inst.instantiatedVnfInfo.extCpInfo.length, 2, 'one ext CP per VDU1 VNFC');
+    expectEtsiValid('v2', 'VnfInstance', inst);
+    expectEtsiValid('v1', 'VnfInstance', await instance(id, 'v1'));
+    const vnfc = inst.instantiatedVnfInfo.vnfcInfo[0].id;
+    await accepted(`/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [vnfc] });
+    await settle();
+    const healed = await instance(id);
+    assert.deepEqual(healed.instantiatedVnfInfo.extCpInfo, inst.instantiatedVnfInfo.extCpInfo, 'ext CP ids stable across heal');
+    expectEtsiValid('v2', 'VnfInstance', healed);
+  });
+
   it('heals one VNFC: only it is replaced, ids stay stable, MODIFIED in resourceChanges', async () => {
     const id = await instantiated();
     const before = (await instance(id)).instantiatedVnfInfo;

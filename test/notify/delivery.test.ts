@@ -68,7 +68,7 @@ describe('notification delivery', () => {
     }
     await waitFor(async () => (await rows(s2)).every((r) => r.status === 'DELIVERED') && (await rows(s1)).every((r) => r.status === 'DELIVERED'), 5000, 'rows DELIVERED');
     for (const r of await rows(s2)) {
-      assert.equal(r.attempts, 1);
+      assert.equal(r.attempts, 1, `row ${r.id}: ${r.last_error}`);
       assert.ok(r.delivered_at);
       assert.equal(r.last_error, null);
     }

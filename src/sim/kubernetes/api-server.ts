@@ -6,8 +6,6 @@
  * server-side printing (`Table`) for kubectl. Faults (latency, broken API) are applied here.
  */
 import { timingSafeEqual } from 'node:crypto';
-import { createRequire } from 'node:module';
-const require = createRequire(import.meta.url);
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import { ApiError, badRequest, invalid, methodNotAllowed } from './api-errors.ts';
@@ -16,6 +14,7 @@ import { aggregatedDiscovery, apiGroup, apiGroupList, apiResourceList, apiVersio
 import type { ApiFaults } from './faults.ts';
 import type { ObjectStore, StoreEvent } from './object-store.ts';
 import { openApiV3Doc, openApiV3Root } from './openapi.ts';
+import { decodeKubernetesProtobuf, isProtobuf } from './protobuf.ts';
 import { findResource, R, type ResourceDef } from './resource-registry.ts';
 import { exactName, type FieldRequirement, type LabelSelectorReq, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, selectorToString } from './selectors.ts';
 import { type IncludeObject, toTable } from './table.ts';
@@ -151,7 +150,7 @@ export class ApiServer {
     return e.code;
   }
 
-  private readBody(req: IncomingMessage): Promise<string> {
+  private readBody(req: IncomingMessage): Promise<Buffer> {
     return new Promise((resolve, reject) => {
       const chunks: Buffer[] = [];
       let size = 0;
@@ -164,13 +163,15 @@ export class ApiServer {
         }
         chunks.push(c);
       });
-      req.on('end', () => resolve(Buffer.concat(chunks).toString(String(req.headers['content-type']).includes('protobuf') ? 'latin1' : 'utf8')));
+      req.on('end', () => resolve(Buffer.concat(chunks)));
       req.on('error', reject);
     });
   }
 
-  private parseBody(text: string, contentType: string | undefined): Loose {
-    if ((contentType ?? '').includes('protobuf')) { require('node:fs').writeFileSync('/tmp/ksim/pb-' + Date.now() + '.bin', Buffer.from(text, 'latin1')); }
+  private parseBody(raw: Buffer, contentType: string | undefined): Loose {
+    if (raw.length === 0) return undefined;
+    if (isProtobuf(contentType)) return decodeKubernetesProtobuf(raw);
+    const text = raw.toString('utf8');
     if (!text.trim()) return undefined;
     const ct = (contentType ?? '').toLowerCase();
     try {
@@ -233,7 +234,7 @@ export class ApiServer {
     }
     if (!this.authorized(req)) return this.unauthorized(res);
 
-    const bodyText = method === 'GET' || method === 'HEAD' ? '' : await this.readBody(req);
+    const rawBody = method === 'GET' || method === 'HEAD' ? Buffer.alloc(0) : await this.readBody(req);
     const accept = req.headers.accept;
     const seg = path.split('/').filter((s) => s.length > 0);
 
@@ -260,7 +261,7 @@ export class ApiServer {
 
     const route = this.route(seg);
     if (!route) throw notFoundPath();
-    const body = this.parseBody(bodyText, req.headers['content-type']);
+    const body = this.parseBody(rawBody, req.headers['content-type']);
     return this.resource(req, res, method, route, q, body, rendering(accept));
   }
 

@@ -25,7 +25,7 @@ describe('kubernetes driver: drift, resume, conflicts, timeouts', () => {
 
   before(async () => {
     fx = await cnfFixture({ kubeletDelayMs: 50 });
-    for (const ns of ['edge-a', 'edge-b', 'edge-c']) await fx.kube.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
+    for (const ns of ['edge-a', 'edge-b', 'edge-c', 'edge-d']) await fx.kube.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } });
     driver = createKubernetesDriver({
       client: { attempts: 2, baseDelayMs: 20, maxDelayMs: 50 },
       clientFactory: (vim, o) => {
@@ -126,6 +126,28 @@ describe('kubernetes driver: drift, resume, conflicts, timeouts', () => {
       before.vnfcs.map((v) => v.metadata?.uid).sort(),
       'nothing re-created',
     );
+  });
+
+  test('watch streams dropped during a heal (and one failed request) do not break the wait', async () => {
+    const before = await observe(inst);
+    const target = vdu(before, 'VDU3')[0]?.computeResource.resourceId as string;
+    await simControl(fx.sim, 'PUT', 'kubelet', { delayMs: 300 });
+    const logsBefore = fx.logs.length;
+    try {
+      const healing = driver.heal(makeCtx(fx, inst, { operation: 'HEAL', scaleLevels: LEVELS }), { targets: targetsFor(inst, [target]), entire: false, includeStorage: false, additionalParams: {} });
+      await sleep(120);
+      await simControl(fx.sim, 'POST', 'api/break', { requests: 1, dropWatches: true });
+      await healing;
+    } finally {
+      await simControl(fx.sim, 'PUT', 'kubelet', { delayMs: 50 });
+      await simControl(fx.sim, 'DELETE', 'faults');
+    }
+    const after = await observe(inst);
+    assert.equal(vdu(after, 'VDU3').length, 2);
+    assert.ok(!vdu(after, 'VDU3').some((v) => v.computeResource.resourceId === target));
+    assert.ok(vdu(after, 'VDU3').every((v) => v.metadata?.ready === true));
+    assert.ok(fx.logs.slice(logsBefore).some((l) => l.includes('retrying')), 'the failed request was retried');
+    applyObserved(inst, after, LEVELS);
   });
 
   test('terminate GRACEFUL with deletePvcs false keeps the claims', async () => {

@@ -225,13 +225,21 @@ describe('kubernetes driver: CNF lifecycle', () => {
     assert.ok((after.VDU2 ?? []).every((x) => x.metadata?.ready === true));
   });
 
-  test('whole-CNF heal re-creates every pod and keeps the StatefulSet claim', async () => {
+  test('whole-CNF heal (resumed after an API outage) re-creates every pod and keeps the StatefulSet claim', async () => {
     const before = await observeInto(instance);
     const oldUids = new Set(before.vnfcs.map((x) => x.metadata?.uid));
     const pvcUid = before.storages[0]?.metadata?.uid;
     const depUid = (await fx.kube.get({ apiVersion: 'apps/v1', kind: 'Deployment', name: 'web-deploy', namespace: NS }))?.metadata.uid;
-    const ctx = makeCtx(fx, instance, { operation: 'HEAL', scaleLevels: levels });
-    await driver.heal(ctx, { targets: [], entire: true, includeStorage: true, additionalParams: {} });
+    // An API outage in the middle of the deletions: FAILED_TEMP, then the retry carries on.
+    const state: Record<string, unknown> = {};
+    const plan = { targets: [], entire: true, includeStorage: true, additionalParams: {} };
+    breakAfterFirstDelete = true;
+    await assert.rejects(driver.heal(makeCtx(fx, instance, { operation: 'HEAL', state, scaleLevels: levels }), plan), (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_UNREACHABLE'));
+    assert.equal((state.kubernetes as { entire: { phase: string } }).entire.phase, 'delete');
+    await simControl(fx.sim, 'DELETE', 'api/break');
+    const ctx = makeCtx(fx, instance, { operation: 'HEAL', state, scaleLevels: levels });
+    await driver.heal(ctx, plan);
+    assert.equal((state.kubernetes as { entire: { phase: string } }).entire.phase, 'wait');
     const after = await driver.observe(ctx);
     assert.equal(after.vnfcs.length, before.vnfcs.length);
     assert.ok(after.vnfcs.every((x) => !oldUids.has(x.metadata?.uid)), 'every pod is new');

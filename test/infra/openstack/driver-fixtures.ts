@@ -216,3 +216,44 @@ export function markCalls(calls: readonly HeatCall[]): string[] {
     });
 }
 
+
+/** Why the real-Heat stage is skipped, or undefined when it runs (VNFM_REAL_HEAT=1 and Keystone answers). */
+export async function realHeatSkipReason(): Promise<string | undefined> {
+  const authUrl = process.env.OS_AUTH_URL ?? 'http://127.0.0.1:5000/v3';
+  if (process.env.VNFM_REAL_HEAT !== '1') return 'real Heat stage not enabled: set VNFM_REAL_HEAT=1 (see scripts/real-heat.sh)';
+  try {
+    await fetch(authUrl, { signal: AbortSignal.timeout(3000) });
+  } catch {
+    return `Keystone unreachable at ${authUrl}: run "bash scripts/real-heat.sh up" first`;
+  }
+  try {
+    readFileSync(join(FAKE_NOVA_NEUTRON_DIR, 'env.yaml'));
+  } catch {
+    return `stand-in templates not found in ${FAKE_NOVA_NEUTRON_DIR} (set VNFM_SHARED_DIR)`;
+  }
+  return undefined;
+}
+
+/** The real Heat's VIM connection (admin-openrc values, overridable by OS_* env), with the stand-in environment. */
+export function realHeatVim(): VimConnection {
+  const env = process.env;
+  return {
+    vimId: 'real-heat',
+    vimType: 'ETSINFV.OPENSTACK_KEYSTONE.V_3',
+    interfaceInfo: { endpoint: env.OS_AUTH_URL ?? 'http://127.0.0.1:5000/v3' },
+    accessInfo: {
+      username: env.OS_USERNAME ?? 'admin',
+      password: env.OS_PASSWORD ?? 'admin-secret',
+      project: env.OS_PROJECT_NAME ?? 'admin',
+      userDomain: env.OS_USER_DOMAIN_NAME ?? 'Default',
+      projectDomain: env.OS_PROJECT_DOMAIN_NAME ?? 'Default',
+      region: env.OS_REGION_NAME ?? 'RegionOne',
+    },
+    extra: fakeNovaNeutronExtra(),
+  };
+}
+
+/** A unique instance id per run, so parallel or aborted runs never share a stack name. */
+export function uniqueInstanceId(prefix: string): string {
+  return `${prefix}-${process.pid}-${Date.now().toString(36)}`;
+}

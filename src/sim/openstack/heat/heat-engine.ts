@@ -393,7 +393,7 @@ export class HeatEngine {
       return;
     }
     group.data.scalingInProgress = true;
-    this.resourceEvent(stack, r, 'SIGNAL', 'IN_PROGRESS', reasonText);
+    // Heat records one event per signal, SIGNAL_COMPLETE (or SIGNAL_FAILED), once it is handled.
     this.later(() => {
       group.data.scalingInProgress = false;
       if (stack.deleted || !stack.resources.has(group.name)) return;
