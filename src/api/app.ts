@@ -26,7 +26,10 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     // ids longer than the router's default (100) must reach the schemas and get a 400 ProblemDetails
     routerOptions: { ignoreTrailingSlash: true, maxParamLength: 2048 },
     // malformed URLs (bad percent-encoding, ...) are answered before routing: still ProblemDetails
-    frameworkErrors: (err, _req, reply) => sendProblem(reply, problem(400, 'Bad Request', `malformed request URL: ${err.message}`)),
+    frameworkErrors: (err, _req, reply) => {
+      const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
+      return sendProblem(reply, problem(status, status === 414 ? 'URI Too Long' : 'Bad Request', `malformed request URL: ${err.message}`));
+    },
   }) as unknown as FastifyInstance;
 
   app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, (_req, body, done) => {
@@ -59,16 +62,16 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     const token = (h['x-auth-token'] as string | undefined) ?? (typeof h.authorization === 'string' && h.authorization.startsWith('Bearer ') ? h.authorization.slice(7) : undefined);
     if (!token || !ctx.config.apiTokens.includes(token)) throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'a valid X-Auth-Token or Bearer token is required');
   });
-  // PostgreSQL text and jsonb cannot hold U+0000: refuse it in ids, queries and bodies up front
-  // instead of failing inside the database (which would be a 500).
+  // Refuse what cannot be stored (U+0000, absurd nesting) up front with a 400, instead of failing
+  // inside the database or the serializer with a 500.
   app.addHook('preValidation', async (req) => {
     for (const [where, value] of [
       ['path', req.params],
       ['query', req.query],
       ['body', req.body],
     ] as const) {
-      const at = findNul(value, where);
-      if (at) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `${at} contains a NUL character (U+0000), which is not accepted`);
+      const why = unstorable(value, where);
+      if (why) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', why);
     }
   });
   app.addHook('onResponse', async (req, reply) => {
@@ -97,21 +100,33 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   return app;
 }
 
-/** Path of the first string (value or key) holding U+0000 inside a parsed JSON value, if any. */
-function findNul(v: unknown, path: string, depth = 0): string | undefined {
-  if (typeof v === 'string') return v.includes('\u0000') ? path : undefined;
-  if (v === null || typeof v !== 'object' || Buffer.isBuffer(v) || depth > 64) return undefined;
-  if (Array.isArray(v)) {
-    for (let i = 0; i < v.length; i++) {
-      const at = findNul(v[i], `${path}[${i}]`, depth + 1);
-      if (at) return at;
+/** Deepest nesting accepted in a request body: far above any SOL structure, far below what JSON.stringify and PostgreSQL can handle. */
+const MAX_JSON_DEPTH = 100;
+
+/**
+ * Why a parsed request part cannot be stored, if it cannot: a string (value or attribute name)
+ * holding U+0000, which PostgreSQL text and jsonb reject, or nesting deeper than
+ * {@link MAX_JSON_DEPTH}, which would overflow the stack when serialised again.
+ */
+function unstorable(root: unknown, rootPath: string): string | undefined {
+  // iterative, so a deeply nested body cannot exhaust the stack here either
+  const stack: [unknown, string, number][] = [[root, rootPath, 0]];
+  while (stack.length > 0) {
+    const [v, path, depth] = stack.pop() as [unknown, string, number];
+    if (typeof v === 'string') {
+      if (v.includes('\u0000')) return `${path} contains a NUL character (U+0000), which is not accepted`;
+      continue;
     }
-    return undefined;
-  }
-  for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-    if (k.includes('\u0000')) return `${path} (an attribute name)`;
-    const at = findNul(x, `${path}.${k}`, depth + 1);
-    if (at) return at;
+    if (v === null || typeof v !== 'object' || Buffer.isBuffer(v)) continue;
+    if (depth >= MAX_JSON_DEPTH) return `${rootPath} is nested more than ${MAX_JSON_DEPTH} levels deep`;
+    if (Array.isArray(v)) {
+      v.forEach((x, i) => stack.push([x, `${path}[${i}]`, depth + 1]));
+      continue;
+    }
+    for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
+      if (k.includes('\u0000')) return `${path} has an attribute name with a NUL character (U+0000), which is not accepted`;
+      stack.push([x, `${path}.${k}`, depth + 1]);
+    }
   }
   return undefined;
 }

@@ -58,6 +58,9 @@ export function toProblem(err: unknown, logError: (e: unknown) => void): Problem
       return problem(400, 'Bad Request', `malformed request body: ${fe.message}`);
   }
   if (err instanceof SyntaxError) return problem(400, 'Bad Request', `malformed JSON body: ${err.message}`);
+  // PostgreSQL refusing a character of the request (22021 character_not_in_repertoire, 22P05
+  // untranslatable_character): the client sent text that cannot be stored, not a server fault.
+  if (code === '22021' || code === '22P05') return problem(400, 'Bad Request', 'the request contains characters that cannot be stored (e.g. U+0000)');
   if (status >= 400 && status < 500) return problem(status, 'Bad Request', fe.message || 'bad request');
   logError(err);
   return problem(500, 'Internal Server Error', 'the VNFM failed to process the request; see the server log');

@@ -260,6 +260,10 @@ export class KubeClient {
       });
     }
     const code = errorCode(e);
+    if (code !== undefined && /CERT|SELF_SIGNED|UNABLE_TO_VERIFY|ERR_TLS/.test(code)) {
+      // A certificate problem is a configuration error: retrying cannot fix it.
+      return new KubeApiError({ detail: `Kubernetes API ${op} at ${this.server}: TLS verification failed (${code}); check the VIM's ssl_ca_cert`, retryable: false, cause: e });
+    }
     if (code !== undefined) {
       const what = code === 'TIMEOUT' ? 'no answer in time' : `connection failed (${code})`;
       return new KubeApiError({ detail: `Kubernetes API ${op} at ${this.server}: ${what} after ${attempt} attempt(s)`, retryable: true, cause: e });

@@ -28,9 +28,9 @@ export interface KubeApiErrorInit {
 /** HTTP statuses worth another try: throttling and server-side failures. */
 export const KUBE_RETRY_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
+/** No answer or a transient answer: unreachable (retry later); anything else: failed. */
 function codeFor(status: number | undefined, retryable: boolean): ErrorCode {
-  if (status === undefined) return 'VNFM_ERR_VIM_UNREACHABLE';
-  if (KUBE_RETRY_STATUSES.has(status) || retryable) return 'VNFM_ERR_VIM_UNREACHABLE';
+  if (retryable || (status !== undefined && KUBE_RETRY_STATUSES.has(status))) return 'VNFM_ERR_VIM_UNREACHABLE';
   return 'VNFM_ERR_VIM_FAILED';
 }
 

@@ -34,7 +34,9 @@
  *   that is not Ready is healed like any target; with no replacement at all the heal waits for the
  *   controller (or re-creates the singleton Pod). Same for a StatefulSet/singleton pod whose uid
  *   differs from the one last observed. `additionalParams.gracePeriodSeconds` overrides the pods'
- *   own grace period.
+ *   own grace period. A pod on a node that is not Ready is deleted with grace 0 (a graceful
+ *   deletion would wait forever for its unreachable kubelet), as terminate also does; this needs
+ *   read access to Nodes, without which pods are deleted gracefully.
  * - **Heal of the whole CNF** (`entire`): every object is deleted and created again from the
  *   package (terminate + instantiate), except PersistentVolumeClaims (and Namespaces), so the new
  *   StatefulSet pods re-attach their data. `includeStorage` does not recreate storage on
@@ -97,6 +99,8 @@ interface HealTargetState {
   podName?: string;
   podUid?: string;
   action: HealAction;
+  /** The pod's node is not Ready: delete with grace 0 (its kubelet cannot confirm a graceful stop). */
+  force?: boolean;
   deleted?: boolean;
   recreated?: boolean;
 }
@@ -359,10 +363,12 @@ export class KubernetesDriver implements InfraDriver {
     // The controllers are gone: delete their pods now, with our grace period (the garbage
     // collector would use each pod's own).
     const pods = await client.list('v1', 'Pod', ns, { labelSelector: selector });
+    const down = opts.gracePeriodSeconds === 0 ? new Set<string>() : await this.notReadyNodes(client, pods.items);
     for (const p of pods.items) {
       if (p.metadata.name === undefined) continue;
-      if (isTerminating(p) && opts.gracePeriodSeconds !== 0) continue;
-      await client.delete(podRef(ns, p.metadata.name), { ...(opts.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: opts.gracePeriodSeconds }), ...(p.metadata.uid ? { uid: p.metadata.uid } : {}) }).catch((e: unknown) => {
+      const grace = typeof p.spec?.nodeName === 'string' && down.has(p.spec.nodeName) ? 0 : opts.gracePeriodSeconds;
+      if (isTerminating(p) && grace !== 0) continue;
+      await client.delete(podRef(ns, p.metadata.name), { ...(grace === undefined ? {} : { gracePeriodSeconds: grace }), ...(p.metadata.uid ? { uid: p.metadata.uid } : {}) }).catch((e: unknown) => {
         if (!KubeApiError.isStatus(e, 409)) throw e;
       });
     }
@@ -500,8 +506,9 @@ export class KubernetesDriver implements InfraDriver {
     for (const t of h.targets) {
       if (t.action !== 'delete' || t.deleted || t.podName === undefined) continue;
       try {
-        const r = await client.delete(podRef(ns, t.podName), { ...(t.podUid ? { uid: t.podUid } : {}), ...(grace === undefined ? {} : { gracePeriodSeconds: grace }) });
-        ctx.log.info({ ...log, pod: t.podName, vduId: t.vduId, result: r }, 'heal: pod deleted');
+        const g = t.force ? 0 : grace;
+        const r = await client.delete(podRef(ns, t.podName), { ...(t.podUid ? { uid: t.podUid } : {}), ...(g === undefined ? {} : { gracePeriodSeconds: g }) });
+        ctx.log.info({ ...log, pod: t.podName, vduId: t.vduId, result: r, force: t.force === true }, 'heal: pod deleted');
       } catch (e) {
         // 409: the uid precondition failed, so that incarnation is gone already.
         if (!KubeApiError.isStatus(e, 409)) throw e;
@@ -594,17 +601,50 @@ export class KubernetesDriver implements InfraDriver {
         ...(isTerminating(chosen) ? { deleted: true } : {}),
       });
     }
+    // Pods on a node that is not Ready would stay Terminating forever: force-delete them.
+    const down = await this.notReadyNodes(client, pods.filter((p) => out.some((t) => t.action === 'delete' && t.podUid === p.metadata.uid)));
+    for (const t of out) {
+      const node = pods.find((p) => p.metadata.uid === t.podUid)?.spec?.nodeName;
+      if (t.action === 'delete' && typeof node === 'string' && down.has(node)) t.force = true;
+    }
     const expected: Record<string, number> = {};
     for (const vduId of new Set(out.map((t) => t.vduId))) {
       const w = workloads.find((x) => x.vduId === vduId) as VduWorkload;
-      if (w.kind === 'Pod') expected[vduId] = 1;
-      else if (SCALABLE_KINDS.includes(w.kind)) {
-        const live = await client.get(workloadRef(w));
-        const n = live?.spec?.replicas;
+      if (w.kind === 'Pod') {
+        expected[vduId] = 1;
+        continue;
+      }
+      const live = await client.get(workloadRef(w));
+      if (live === undefined || isTerminating(live)) {
+        throw vnfmError('VNFM_ERR_VIM_FAILED', `VDU ${vduId}: ${describe(workloadRef(w))} does not exist any more, so its pods cannot come back; heal the whole VNF to re-create it`);
+      }
+      if (SCALABLE_KINDS.includes(w.kind)) {
+        const n = live.spec?.replicas;
         expected[vduId] = typeof n === 'number' ? n : (ctx.targetVduCounts[vduId] ?? 1);
       }
     }
     return { targets: out, expected };
+  }
+
+  /**
+   * Names of the nodes (of these pods) that are not Ready. Reading nodes needs cluster-scope
+   * permission; without it (403/404) nodes are assumed Ready and pods are deleted gracefully.
+   */
+  private async notReadyNodes(client: KubeClient, pods: readonly KubeObject[]): Promise<Set<string>> {
+    const out = new Set<string>();
+    const names = new Set(pods.map((p) => p.spec?.nodeName).filter((n): n is string => typeof n === 'string' && n !== ''));
+    for (const name of names) {
+      let node: KubeObject | undefined;
+      try {
+        node = await client.get({ apiVersion: 'v1', kind: 'Node', name });
+      } catch (e) {
+        if (e instanceof KubeApiError && e.code === 'VNFM_ERR_VIM_FAILED') continue;
+        throw e;
+      }
+      const ready = Array.isArray(node?.status?.conditions) && (node.status.conditions as { type?: string; status?: string }[]).some((c) => c.type === 'Ready' && c.status === 'True');
+      if (node !== undefined && !ready) out.add(name);
+    }
+    return out;
   }
 
   /** Creates a singleton Pod again; adopts one that already exists with our label and a new uid. */

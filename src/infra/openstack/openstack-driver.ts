@@ -475,11 +475,11 @@ export class OpenStackDriver implements InfraDriver {
       const was = currentVdus[vdu]?.desired_capacity;
       return typeof was !== 'number' || n < was;
     });
+    await this.settle(ctx, s.heat, ref);
     if (!progress.updateIssued && shrinking) {
       const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
       await this.markScaleInVictims(ctx, s, ref, rows, counts, progress);
     }
-    await this.settle(ctx, s.heat, ref);
     progress.updateIssued = true;
     await ctx.checkpoint();
     ctx.log.info({ step: 'heat.update', stack: ref.name, counts }, 'updating stack (desired capacity)');
@@ -592,6 +592,8 @@ export class OpenStackDriver implements InfraDriver {
     const ref = refOf(stack);
     const progress = this.progress(ctx, 'vnfcHeal');
     const reason = plan.cause ? `heal by the VNFM: ${plan.cause}` : 'heal by the VNFM';
+    // A retry may find the previous update still running: marks would be refused (409) meanwhile.
+    await this.settle(ctx, s.heat, ref);
     const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
     const located = locateResources(ref, rows);
     for (const target of plan.targets) {
@@ -602,7 +604,6 @@ export class OpenStackDriver implements InfraDriver {
         for (const vol of this.targetVolumes(ctx, located, server, target)) await this.markForHeal(ctx, s, vol, progress, reason);
       }
     }
-    await this.settle(ctx, s.heat, ref);
     progress.updateIssued = true;
     await ctx.checkpoint();
     const requestNfv = plan.additionalParams.nfv;

@@ -236,7 +236,7 @@ function validateSelectorAndTemplate(obj: KubeObject, causes: StatusCause[]): vo
 
 function validatePort(p: Loose, f: string, causes: StatusCause[]): void {
   if (!Number.isInteger(p?.port) || p.port < 1 || p.port > 65535) causes.push(bad(`${f}.port`, p?.port, 'must be between 1 and 65535, inclusive'));
-  if (p?.nodePort !== undefined && p.nodePort !== null && (!Number.isInteger(p.nodePort) || p.nodePort < 30000 || p.nodePort > 32767)) {
+  if (p?.nodePort !== undefined && p.nodePort !== null && p.nodePort !== 0 && (!Number.isInteger(p.nodePort) || p.nodePort < 30000 || p.nodePort > 32767)) {
     causes.push(bad(`${f}.nodePort`, p.nodePort, 'provided port is not in the valid range. The range of valid ports is 30000-32767'));
   }
 }
@@ -304,8 +304,10 @@ export function validate(def: ResourceDef, obj: KubeObject, old?: KubeObject): S
       } else if (!Array.isArray(ports) || ports.length === 0) {
         if (!headless) causes.push(req('spec.ports'));
       } else {
-        ports.forEach((p: Loose, i: number) => validatePort(p, `spec.ports[${i}]`, causes));
-        if (ports.length > 1) ports.forEach((p: Loose, i: number) => !p?.name && causes.push(req(`spec.ports[${i}].name`)));
+        ports.forEach((p: Loose, i: number) => {
+          validatePort(p, `spec.ports[${i}]`, causes);
+          if (ports.length > 1 && !p?.name) causes.push(req(`spec.ports[${i}].name`));
+        });
       }
       if (old && old.spec?.clusterIP && old.spec.clusterIP !== 'None' && spec.clusterIP !== undefined && spec.clusterIP !== '' && spec.clusterIP !== old.spec.clusterIP && spec.type !== 'ExternalName') {
         causes.push(bad('spec.clusterIPs[0]', spec.clusterIP, 'field is immutable'));

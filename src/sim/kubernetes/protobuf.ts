@@ -165,6 +165,35 @@ const SCHEMA: Record<string, Record<number, Field>> = {
   Time: { 1: ['seconds', 'int'], 2: ['nanos', 'int'] },
 };
 
+/**
+ * Optional (pointer) scalar fields: gogo-protobuf writes them only when set, so an explicit 0/false is
+ * meaningful (e.g. `replicas: 0`). Other scalars are always written and 0/false means "unset".
+ */
+const POINTER_FIELDS = new Set([
+  'replicas',
+  'revisionHistoryLimit',
+  'progressDeadlineSeconds',
+  'terminationGracePeriodSeconds',
+  'activeDeadlineSeconds',
+  'parallelism',
+  'completions',
+  'backoffLimit',
+  'ttlSecondsAfterFinished',
+  'startingDeadlineSeconds',
+  'successfulJobsHistoryLimit',
+  'failedJobsHistoryLimit',
+  'deletionGracePeriodSeconds',
+  'gracePeriodSeconds',
+  'tolerationSeconds',
+  'automountServiceAccountToken',
+  'immutable',
+  'suspend',
+  'manualSelector',
+  'controller',
+  'blockOwnerDeletion',
+  'orphanDependents',
+]);
+
 const MAGIC = Buffer.from([0x6b, 0x38, 0x73, 0x00]);
 
 interface WireField {
@@ -278,6 +307,7 @@ function decodeMessage(type: string, buf: Buffer): Loose {
     if (SCHEMA[t]) value = decodeMessage(t, f.bytes ?? Buffer.alloc(0));
     else if (repeated && t === 'string' && f.wire === 2) value = str(f);
     else value = scalar(t as Scalar, f);
+    if ((value === 0 || value === false) && !repeated && !POINTER_FIELDS.has(name) && type !== 'Time') continue;
     if (inline) {
       Object.assign(out, value);
       continue;
@@ -310,7 +340,7 @@ export function decodeKubernetesProtobuf(body: Buffer): Loose {
   }
   let apiVersion = '';
   let kind = '';
-  let raw = Buffer.alloc(0);
+  let raw: Buffer = Buffer.alloc(0);
   try {
     for (const f of fields(body.subarray(4))) {
       if (f.no === 1) {

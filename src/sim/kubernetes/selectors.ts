@@ -159,7 +159,7 @@ function splitEscaped(s: string, sep: string): string[] {
   return out;
 }
 
-function unescape(s: string): string {
+function unescapeValue(s: string): string {
   return s.replace(/\\(.)/g, '$1');
 }
 
@@ -176,7 +176,7 @@ export function parseFieldSelector(s: string | null | undefined): FieldRequireme
     if (!part) continue;
     const m = /^([A-Za-z0-9_.\-/]+)\s*(!=|==|=)(.*)$/s.exec(part);
     if (!m) throw badRequest(`invalid selector: '${s}'; can't understand '${part}'`);
-    out.push({ path: (m[1] as string).split('.'), negate: m[2] === '!=', value: unescape((m[3] as string).trim()) });
+    out.push({ path: (m[1] as string).split('.'), negate: m[2] === '!=', value: unescapeValue((m[3] as string).trim()) });
   }
   return out;
 }

@@ -64,7 +64,9 @@ function ipBytes(ip: string): Buffer {
   const t = tail !== undefined && tail ? tail.split(':') : [];
   const groups = tail === undefined ? h : [...h, ...Array(8 - h.length - t.length).fill('0'), ...t];
   const buf = Buffer.alloc(16);
-  groups.forEach((g, i) => buf.writeUInt16BE(Number.parseInt(g || '0', 16), i * 2));
+  groups.forEach((g, i) => {
+    buf.writeUInt16BE(Number.parseInt(g || '0', 16), i * 2);
+  });
   return buf;
 }
 

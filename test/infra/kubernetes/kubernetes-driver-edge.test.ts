@@ -218,7 +218,39 @@ describe('kubernetes driver: drift, resume, conflicts, timeouts', () => {
     assert.equal((await fx.kube.list('v1', 'Pod', 'edge-c', { labelSelector: `${INSTANCE_LABEL}=${other.id}` })).items.length, 0);
   });
 
-  test('API client: 404 -> undefined/gone, uid precondition -> 409, bad token -> VIM_FAILED, no server -> VIM_UNREACHABLE', async () => {
+  test('a pod on a failed node is force-deleted, so its heal does not hang on a kubelet that is gone', async () => {
+    const other = await instantiate('edge-d');
+    const obs = await observe(other);
+    const victim = vdu(obs, 'VDU3')[0];
+    const node = victim?.zoneId as string;
+    await simControl(fx.sim, 'POST', `nodes/${node}/fail`, { evictAfterMs: 600_000 });
+    try {
+      const failed = await until(other, (o) => vdu(o, 'VDU3').some((v) => v.computeResource.resourceId === victim?.computeResource.resourceId && v.unhealthy === true));
+      applyObserved(other, failed, LEVELS);
+      const t0 = Date.now();
+      await driver.heal(makeCtx(fx, other, { operation: 'HEAL', scaleLevels: LEVELS, waitMs: 5000 }), {
+        targets: targetsFor(other, [victim?.computeResource.resourceId as string]),
+        entire: false,
+        includeStorage: false,
+        additionalParams: {},
+      });
+      assert.ok(Date.now() - t0 < 5000);
+      const after = await observe(other);
+      const pods = vdu(after, 'VDU3');
+      assert.equal(pods.length, 2);
+      assert.ok(!pods.some((v) => v.computeResource.resourceId === victim?.computeResource.resourceId));
+      const replacement = pods.find((v) => !vdu(obs, 'VDU3').some((o) => o.computeResource.resourceId === v.computeResource.resourceId));
+      assert.notEqual(replacement?.zoneId, node, 'rescheduled away from the failed node');
+      assert.equal(replacement?.metadata?.ready, true);
+      assert.ok(fx.logs.some((l) => l.includes('"force":true')), 'deleted with grace 0');
+    } finally {
+      await simControl(fx.sim, 'POST', `nodes/${node}/recover`);
+    }
+    await driver.terminate(makeCtx(fx, other, { operation: 'TERMINATE', scaleLevels: LEVELS }), { terminationType: 'FORCEFUL' });
+    assert.equal((await fx.kube.list('v1', 'Pod', 'edge-d', { labelSelector: `${INSTANCE_LABEL}=${other.id}` })).items.length, 0);
+  });
+
+  test('API client: 404 -> undefined/gone, uid precondition -> 409, bad token or untrusted TLS -> VIM_FAILED, no server -> VIM_UNREACHABLE', async () => {
     const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cm1', namespace: 'edge-c' };
     assert.equal(await fx.kube.get(ref), undefined);
     assert.equal(await fx.kube.delete(ref), 'gone');
@@ -238,6 +270,8 @@ describe('kubernetes driver: drift, resume, conflicts, timeouts', () => {
     });
     const down = KubeClient.fromVim({ ...fx.vim, interfaceInfo: { endpoint: 'http://127.0.0.1:1' } }, { attempts: 2, baseDelayMs: 10, maxDelayMs: 20 });
     await assert.rejects(down.list('v1', 'Pod', 'default'), (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_UNREACHABLE') && /2 attempt/.test(e.message));
+    const untrusted = KubeClient.fromVim({ ...fx.vim, interfaceInfo: { endpoint: fx.sim.url } }, { attempts: 3, baseDelayMs: 10, maxDelayMs: 20 });
+    await assert.rejects(untrusted.list('v1', 'Pod', 'default'), (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_FAILED') && /TLS verification failed/.test(e.message));
     assert.throws(() => KubeClient.fromVim({ ...fx.vim, accessInfo: {} }), (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_INVALID'));
   });
 });

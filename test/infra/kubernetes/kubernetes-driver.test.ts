@@ -15,7 +15,10 @@ const NS = 'cnf-a';
 
 function byVdu(obs: ObservedResources): Record<string, ObservedVnfc[]> {
   const out: Record<string, ObservedVnfc[]> = {};
-  for (const v of obs.vnfcs) (out[v.vduId] ??= []).push(v);
+  for (const v of obs.vnfcs) {
+    out[v.vduId] ??= [];
+    out[v.vduId]?.push(v);
+  }
   return out;
 }
 

@@ -170,7 +170,9 @@ describe('OpenStack driver on the simulated OpenStack (vm-basic)', { timeout: 60
     const target = structuredClone(ctx.instance.instantiatedVnfInfo?.vnfcResourceInfo?.find((r) => r.vduId === 'VDU2'));
     assert.ok(target);
     target.metadata = { stack_id: 'vnf-gone/00000000-0000-0000-0000-000000000000', resource_name: 'VDU2' };
-    ctx.instance.instantiatedVnfInfo?.vnfcResourceInfo?.splice(0, Infinity, ...(ctx.instance.instantiatedVnfInfo.vnfcResourceInfo ?? []).map((r) => (r.id === target.id ? target : r)));
+    const info = ctx.instance.instantiatedVnfInfo;
+    assert.ok(info?.vnfcResourceInfo);
+    info.vnfcResourceInfo = info.vnfcResourceInfo.map((r) => (r.id === target.id ? target : r));
     newOp(ctx, 'HEAL');
     await driver.heal(ctx, healPlan(ctx, [target]));
     const obs = await observe();
@@ -275,7 +277,8 @@ describe('OpenStack driver on the simulated OpenStack (vm-basic)', { timeout: 60
     assert.equal(vdu(after, 'VDU2').length, 1);
     const oldIds = new Set(before.vnfcs.map((v) => v.computeResource.resourceId));
     assert.ok(after.vnfcs.every((v) => !oldIds.has(v.computeResource.resourceId)), 'every server is new');
-    assert.equal((after.metadata?.nfv as { VDU: Record<string, Record<string, unknown>> }).VDU.VDU2?.locationConstraints, 'nova', 'instantiate-time user nfv kept');
+    const nfv = after.metadata?.nfv as { VDU: Record<string, Record<string, unknown>> } | undefined;
+    assert.equal(nfv?.VDU.VDU2?.locationConstraints, 'nova', 'instantiate-time user nfv kept');
 
     // a retry of the finished entire heal changes nothing
     await driver.heal(ctx, { targets: [], entire: true, includeStorage: true, additionalParams: {} });

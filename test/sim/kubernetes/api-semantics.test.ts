@@ -289,7 +289,7 @@ describe('simulated Kubernetes API semantics', () => {
       ['ADDED w1', 'MODIFIED w1', 'DELETED w1'],
     );
     const rvs = w.lines.map((l) => Number(l.object.metadata.resourceVersion));
-    assert.ok(rvs[0] < rvs[1] && rvs[1] < rvs[2]);
+    assert.ok((rvs[0] as number) < (rvs[1] as number) && (rvs[1] as number) < (rvs[2] as number));
 
     const replay = openWatch(sim, `/api/v1/namespaces/default/configmaps?watch=true&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=1`);
     await replay.ended;

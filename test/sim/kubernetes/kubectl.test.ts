@@ -227,6 +227,32 @@ describe('simulated Kubernetes with the real kubectl', { skip: !kubectlAvailable
     ok(await k.run(['uncordon', 'worker-1']), 'uncordon');
   });
 
+  it('supports the kubectl create generators (protobuf bodies), expose and run', async () => {
+    assert.match(ok(await k.run(['create', 'namespace', 'gen']), 'create ns'), /namespace\/gen created/);
+    assert.match(ok(await k.run(['-n', 'gen', 'create', 'deployment', 'api', '--image=api:1', '--replicas=2', '--port=8080']), 'create deployment'), /deployment\.apps\/api created/);
+    ok(await k.run(['-n', 'gen', 'create', 'configmap', 'cfg', '--from-literal=mode=fast']), 'create configmap');
+    ok(await k.run(['-n', 'gen', 'create', 'secret', 'generic', 'creds', '--from-literal=user=admin']), 'create secret');
+    ok(await k.run(['-n', 'gen', 'create', 'service', 'nodeport', 'api-np', '--tcp=80:8080']), 'create service');
+    ok(await k.run(['-n', 'gen', 'expose', 'deployment', 'api', '--port=80', '--target-port=8080', '--name=api']), 'expose');
+    ok(await k.run(['-n', 'gen', 'run', 'probe', '--image=busybox:1.36', '--labels=role=probe']), 'run');
+    ok(await k.run(['-n', 'gen', 'rollout', 'status', 'deployment/api', '--timeout=20s']), 'rollout');
+    const d = JSON.parse(ok(await k.run(['-n', 'gen', 'get', 'deployment', 'api', '-o', 'json']), 'get'));
+    assert.equal(d.spec.replicas, 2);
+    assert.equal(d.spec.template.spec.containers[0].image, 'api:1');
+    assert.equal(d.spec.template.spec.containers[0].ports[0].containerPort, 8080);
+    assert.equal(ok(await k.run(['-n', 'gen', 'get', 'configmap', 'cfg', '-o', 'jsonpath={.data.mode}']), 'cm'), 'fast');
+    assert.equal(ok(await k.run(['-n', 'gen', 'get', 'secret', 'creds', '-o', 'jsonpath={.data.user}']), 'secret'), Buffer.from('admin').toString('base64'));
+    const np = JSON.parse(ok(await k.run(['-n', 'gen', 'get', 'service', 'api-np', '-o', 'json']), 'svc'));
+    assert.ok(np.spec.ports[0].nodePort >= 30000 && np.spec.ports[0].nodePort <= 32767);
+    const ep = await waitFor('endpoints of the exposed deployment', async () => {
+      const r = await k.run(['-n', 'gen', 'get', 'endpoints', 'api', '-o', 'jsonpath={.subsets[0].addresses[*].ip}']);
+      return r.stdout.split(' ').filter(Boolean).length === 2 ? r.stdout : undefined;
+    });
+    assert.match(ep, /10\.244\./);
+    await waitFor('probe pod Running', async () => (await k.run(['-n', 'gen', 'get', 'pod', 'probe', '-o', 'jsonpath={.status.phase}'])).stdout === 'Running');
+    ok(await k.run(['delete', 'namespace', 'gen']), 'delete ns');
+  });
+
   it('reports API errors the way kubectl expects', async () => {
     const nf = await k.run(['get', 'pod', 'nope']);
     assert.equal(nf.code, 1);

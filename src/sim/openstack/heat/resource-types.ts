@@ -10,6 +10,7 @@ import { ComputeError, type ComputeService, type SimServer } from '../compute-se
 import { uuid } from '../ids.ts';
 import { NetworkError, type NetworkService } from '../network-service.ts';
 import type { VolumeService } from '../volume-service.ts';
+import { pyJson } from './hot-template.ts';
 
 /** What a leaf type needs to act on the simulated cloud. */
 export interface LeafContext {
@@ -895,7 +896,8 @@ const volume: LeafHandler = {
       case 'volume_type':
         return v.volumeType;
       case 'metadata':
-        return v.metadata;
+        // Heat returns this one as a JSON string; `metadata_values` is the map.
+        return pyJson(v.metadata);
       case 'metadata_values':
         return v.metadata;
       case 'status':
@@ -1029,7 +1031,7 @@ function randomString(props: Record<string, unknown>): string {
     const j = randomInt(i + 1);
     [chars[i], chars[j]] = [chars[j] as string, chars[i] as string];
   }
-  return chars.slice(0, Math.max(length, chars.length)).join('');
+  return chars.join('');
 }
 
 const randomStringResource: LeafHandler = {

@@ -1,0 +1,13 @@
+/**
+ * Simulated Server Notifier (alarm registration + fault notifications) for tests and demos of
+ * the VNFM's FaultNotification auto-heal. Independent of the product code: it speaks only HTTP.
+ */
+export {
+  type NotificationAuth,
+  type NotifierLogger,
+  type ServerNotifierSim,
+  type ServerNotifierSimOptions,
+  type SimAlarm,
+  type SimDelivery,
+  startServerNotifierSim,
+} from './server-notifier-sim.ts';
