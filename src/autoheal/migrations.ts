@@ -31,6 +31,7 @@ const m100: Migration = {
         attempts integer not null default 0,
         released boolean not null default false,
         op_occ_id text,
+        op_state text,
         lease_owner text,
         lease_until timestamptz,
         created_at timestamptz not null default now(),

@@ -6,6 +6,7 @@ import type { AppContext } from '../api/context.ts';
 import { lcmRoutes } from '../api/vnflcm/lcm-routes.ts';
 import { InfraDriverRegistry } from '../infra/infra-driver.ts';
 import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
+import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
 import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
@@ -30,6 +31,7 @@ export type EngineContext = AppContext & { engine?: Engine };
 export function setupEngine(ctx: EngineContext): PluginHooks {
   const drivers = new InfraDriverRegistry();
   drivers.register(createKubernetesDriver());
+  drivers.register(createOpenStackDriver());
   const mgmt = new MgmtRunner();
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config);
