@@ -7,6 +7,7 @@ import type { AppContext } from './api/context.ts';
 import type { PluginHooks } from './server.ts';
 import { startKubernetesSim } from './sim/kubernetes/index.ts';
 import { startOpenStackSim } from './sim/openstack/index.ts';
+import { startServerNotifierSim } from './sim/server-notifier/index.ts';
 import type { VimInput } from './vims/vim-registry.ts';
 
 /** Names under which the simulated VIMs are registered. */
@@ -35,6 +36,15 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
       const log = ctx.log.child({ component: 'sim' });
       const os = await startOpenStackSim({ port: ctx.config.simPorts.openstack, vnfmUrl: `${ctx.config.publicUrl}/`, logger: log.child({ sim: 'openstack' }, { level: 'warn' }) });
       closers.push(() => os.close());
+      const fc = ctx.config.faultNotification;
+      const notificationAuth =
+        fc.auth === 'bearer' && fc.credential
+          ? { type: 'bearer' as const, token: fc.credential }
+          : fc.auth === 'basic' && fc.credential
+            ? { type: 'basic' as const, username: fc.credential.split(':')[0] ?? '', password: fc.credential.split(':').slice(1).join(':') }
+            : undefined;
+      const notifier = await startServerNotifierSim({ port: ctx.config.simPorts.serverNotifier, openstackUrl: os.url, keystoneUrl: os.authUrl, ...(notificationAuth ? { notificationAuth } : {}) });
+      closers.push(() => notifier.close());
       const k8s = await startKubernetesSim({ port: ctx.config.simPorts.kubernetes, token: 'sim-kubernetes-token' });
       closers.push(() => k8s.close());
       const c = os.credentials;
@@ -54,8 +64,8 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
         auth_cred: { bearer_token: k8s.token, ssl_ca_cert: k8s.caCert },
         vim_project: { name: 'default' },
       });
-      ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url };
-      log.info({ openstack: os.authUrl, kubernetes: k8s.url }, 'simulated cloud started');
+      ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url };
+      log.info({ openstack: os.authUrl, kubernetes: k8s.url, serverNotifier: notifier.url }, 'simulated cloud started');
     },
     async stop() {
       for (const c of closers.reverse()) await c().catch(() => undefined);

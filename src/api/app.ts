@@ -62,7 +62,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     const token = (h['x-auth-token'] as string | undefined) ?? (typeof h.authorization === 'string' && h.authorization.startsWith('Bearer ') ? h.authorization.slice(7) : undefined);
     if (!token || !ctx.config.apiTokens.includes(token)) throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'a valid X-Auth-Token or Bearer token is required');
   });
-  // Refuse what cannot be stored (U+0000, absurd nesting) up front with a 400, instead of failing
+  // Refuse what cannot be stored (U+0000, unpaired surrogates, absurd nesting) up front with a 400, instead of failing
   // inside the database or the serializer with a 500.
   app.addHook('preValidation', async (req) => {
     for (const [where, value] of [
@@ -102,10 +102,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
 /** Deepest nesting accepted in a request body: far above any SOL structure, far below what JSON.stringify and PostgreSQL can handle. */
 const MAX_JSON_DEPTH = 100;
+/** A UTF-16 surrogate without its partner: JSON can carry it as an escape, PostgreSQL jsonb cannot store it. */
+const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
 
 /**
  * Why a parsed request part cannot be stored, if it cannot: a string (value or attribute name)
- * holding U+0000, which PostgreSQL text and jsonb reject, or nesting deeper than
+ * holding U+0000 or an unpaired surrogate, which PostgreSQL text and jsonb reject, or nesting deeper than
  * {@link MAX_JSON_DEPTH}, which would overflow the stack when serialised again.
  */
 function unstorable(root: unknown, rootPath: string): string | undefined {
@@ -115,16 +117,17 @@ function unstorable(root: unknown, rootPath: string): string | undefined {
     const [v, path, depth] = stack.pop() as [unknown, string, number];
     if (typeof v === 'string') {
       if (v.includes('\u0000')) return `${path} contains a NUL character (U+0000), which is not accepted`;
+      if (LONE_SURROGATE.test(v)) return `${path} contains an unpaired UTF-16 surrogate (not a Unicode character), which is not accepted`;
       continue;
     }
     if (v === null || typeof v !== 'object' || Buffer.isBuffer(v)) continue;
     if (depth >= MAX_JSON_DEPTH) return `${rootPath} is nested more than ${MAX_JSON_DEPTH} levels deep`;
     if (Array.isArray(v)) {
-      v.forEach((x, i) => stack.push([x, `${path}[${i}]`, depth + 1]));
+      for (let i = 0; i < v.length; i++) stack.push([v[i], `${path}[${i}]`, depth + 1]);
       continue;
     }
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-      if (k.includes('\u0000')) return `${path} has an attribute name with a NUL character (U+0000), which is not accepted`;
+      if (k.includes('\u0000') || LONE_SURROGATE.test(k)) return `${path} has an attribute name with a NUL character or an unpaired surrogate, which is not accepted`;
       stack.push([x, `${path}.${k}`, depth + 1]);
     }
   }

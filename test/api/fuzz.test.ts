@@ -551,8 +551,10 @@ function generate(ep: Endpoint): FuzzRequest {
       return send(`deeply nested ${f}`, text);
     }
     case 'nul': {
+      // text PostgreSQL cannot store: U+0000 or an unpaired surrogate, in a value or an attribute name
       const f = pick(Object.keys(spec.fields));
-      return send(`NUL in ${f}`, JSON.stringify(wrap({ ...base, [f]: chance(0.5) ? `a\u0000b` : { [`k\u0000`]: 'v' } })));
+      const bad = pick(['a\u0000b', 'x\ud800y', '\udfff']);
+      return send(`unstorable text in ${f}`, JSON.stringify(wrap({ ...base, [f]: chance(0.5) ? bad : { [`k${bad}`]: 'v' } })));
     }
     default:
       return send('schema-valid body on a refusing target', JSON.stringify(wrap(base)));

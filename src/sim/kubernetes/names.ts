@@ -55,9 +55,17 @@ export function newUid(): string {
   return randomUUID();
 }
 
+let cachedSecond = -1;
+let cachedTs = '';
+
 /** Current time as the API server prints it (RFC 3339, seconds precision, UTC). */
 export function nowTs(ms: number = Date.now()): string {
-  return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const second = Math.floor(ms / 1000);
+  if (second !== cachedSecond) {
+    cachedSecond = second;
+    cachedTs = new Date(second * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+  return cachedTs;
 }
 
 /** Whether a string is a DNS-1123 subdomain (object names of most kinds). */

@@ -388,7 +388,8 @@ export class ComputeService {
       if (!port) continue;
       const net = this.network.networks.get(port.networkId);
       const key = net?.name || port.networkId;
-      const list = (out[key] ??= []);
+      const list = out[key] ?? [];
+      out[key] = list;
       for (const f of port.fixedIps) {
         list.push({
           version: f.ip_address.includes(':') ? 6 : 4,

@@ -3,7 +3,7 @@
  * operations, API latency and outages), run-time settings, fault webhooks and a state dump.
  * Tests and demos drive failures over HTTP only, exactly as they would poke a lab cloud.
  */
-import { type ComputeEvent, type ComputeService, type ServerStatus } from './compute-service.ts';
+import type { ComputeEvent, ComputeService, ServerStatus } from './compute-service.ts';
 import type { HeatEngine, InjectableOp } from './heat/heat-engine.ts';
 import { asObject, header, SimHttpError, type SimRequest, type SimResponse } from './http-kit.ts';
 import { isoSeconds, uuid } from './ids.ts';

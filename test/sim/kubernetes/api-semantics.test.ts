@@ -96,8 +96,14 @@ describe('simulated Kubernetes API semantics', () => {
     const scaled = (await simFetch(sim, 'PATCH', '/apis/apps/v1/namespaces/default/deployments/gen', { spec: { replicas: 2 } }, { contentType: 'application/merge-patch+json' })).body;
     assert.equal(scaled.metadata.generation, 2);
     await waitFor('observedGeneration', async () => (await get('/apis/apps/v1/namespaces/default/deployments/gen')).body.status?.observedGeneration === 2);
-    const status = await simFetch(sim, 'PATCH', '/apis/apps/v1/namespaces/default/deployments/gen', { spec: { replicas: 9 } }, { contentType: 'application/merge-patch+json' });
-    assert.equal(status.body.spec.replicas, 9);
+    // The main resource ignores status changes; the status subresource ignores spec changes.
+    const cur = (await get('/apis/apps/v1/namespaces/default/deployments/gen')).body;
+    const viaMain = (await simFetch(sim, 'PUT', '/apis/apps/v1/namespaces/default/deployments/gen', { ...cur, status: { ...cur.status, observedGeneration: 42 } })).body;
+    assert.equal(viaMain.status.observedGeneration, 2);
+    const viaStatus = (await simFetch(sim, 'PATCH', '/apis/apps/v1/namespaces/default/deployments/gen/status', { spec: { replicas: 7 }, status: { observedGeneration: 42 } }, { contentType: 'application/merge-patch+json' })).body;
+    assert.equal(viaStatus.spec.replicas, 2);
+    assert.equal(viaStatus.status.observedGeneration, 42);
+    assert.equal(viaStatus.metadata.generation, 2);
     await simFetch(sim, 'DELETE', '/apis/apps/v1/namespaces/default/deployments/gen');
   });
 

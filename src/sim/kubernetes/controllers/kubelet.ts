@@ -19,6 +19,17 @@ function imageId(image: string): string {
   return `${base.split(':')[0]}@sha256:${Buffer.from(image).toString('hex').padEnd(64, '0').slice(0, 64)}`;
 }
 
+const CONDITION_ORDER = ['PodReadyToStartContainers', 'Initialized', 'Ready', 'ContainersReady', 'PodScheduled'];
+
+/** Pod conditions in the order the real kubelet reports them (kubectl describe prints them as stored). */
+function ordered(conds: Loose[]): Loose[] {
+  const rank = (c: Loose) => {
+    const i = CONDITION_ORDER.indexOf(c.type);
+    return i < 0 ? CONDITION_ORDER.length : i;
+  };
+  return [...conds].sort((a, b) => rank(a) - rank(b));
+}
+
 /** Runs pods on the simulated nodes. */
 export class Kubelet {
   private readonly starting = new Set<string>();
@@ -87,7 +98,7 @@ export class Kubelet {
     this.ctx.api.writeStatus(R.pods, pod, {
       ...pod.status,
       phase: 'Pending',
-      conditions: conds,
+      conditions: ordered(conds),
       hostIP,
       hostIPs: [{ ip: hostIP }],
       startTime: pod.status?.startTime ?? nowTs(),
@@ -127,7 +138,7 @@ export class Kubelet {
     const status = {
       ...pod.status,
       phase: 'Running',
-      conditions: conds,
+      conditions: ordered(conds),
       hostIP,
       hostIPs: [{ ip: hostIP }],
       podIP,

@@ -97,6 +97,7 @@ interface KindInfo {
 const STACK_NAME_RE = /^[a-zA-Z][a-zA-Z0-9_.-]{0,254}$/;
 const MAX_NESTING = 8;
 const MAX_EVENTS_PER_STACK = 2000;
+const MAX_DELETED_STACKS = 2000;
 const ENV_SECTIONS = new Set([
   'parameters',
   'parameter_defaults',
@@ -302,7 +303,7 @@ export class HeatEngine {
   /** Validates an update request (PATCH = existing, PUT = replace) and starts it. */
   updateStack(stack: HeatStack, input: UpdateStackInput, patch: boolean): void {
     if (stack.deleted) throw new HeatApiError(404, 'EntityNotFound', `The Stack (${stack.name}) could not be found.`);
-    if (stack.action === 'DELETE') {
+    if (stack.action === 'DELETE' && stack.status === 'IN_PROGRESS') {
       throw new HeatApiError(409, 'ActionInProgress', `Stack ${stack.name} already has an action (DELETE) in progress.`);
     }
     // Like Heat's convergence engine, an update during another create/update supersedes it.
@@ -321,20 +322,22 @@ export class HeatEngine {
     if (input.disableRollback !== undefined) stack.disableRollback = input.disableRollback;
     if (input.timeoutMins !== undefined) stack.timeoutMins = input.timeoutMins;
     if (input.tags !== undefined) stack.tags = input.tags;
+    // Like Heat, the new template/environment/files/parameters are the stack's from now on, so a
+    // later PATCH (even one superseding this update before it ran) builds on them.
+    stack.files = files;
+    stack.environment = env;
+    stack.template = tmpl;
+    stack.userParams = env.parameters;
+    stack.params = this.resolveStackParams(stack, false);
     this.setStackState(stack, 'UPDATE', 'IN_PROGRESS', 'Stack UPDATE started');
     stack.updatedAt = Date.now();
     this.schedule(stack, () => {
-      stack.files = files;
-      stack.environment = env;
       const injected = this.failures.update.shift();
       if (injected !== undefined) {
-        stack.template = tmpl;
-        stack.userParams = env.parameters;
-        stack.params = this.resolveStackParams(stack, false);
         this.setStackState(stack, 'UPDATE', 'FAILED', `Resource UPDATE failed: ${injected}`);
         return;
       }
-      this.runUpdate(stack, tmpl, env.parameters, false);
+      this.runUpdate(stack, stack.template, stack.userParams, false);
     });
   }
 
@@ -1440,5 +1443,14 @@ export class HeatEngine {
     stack.deletedAt = Date.now();
     this.setStackState(stack, 'DELETE', 'COMPLETE', 'Stack DELETE completed successfully');
     stack.deleted = true;
+    if (stack.parent === undefined) this.pruneDeleted();
+  }
+
+  /** Forgets the oldest soft-deleted stacks beyond {@link MAX_DELETED_STACKS} (long benchmark runs). */
+  private pruneDeleted(): void {
+    const deleted = [...this.stacks.values()].filter((x) => x.deleted);
+    if (deleted.length <= MAX_DELETED_STACKS) return;
+    deleted.sort((a, b) => (a.deletedAt ?? 0) - (b.deletedAt ?? 0));
+    for (const x of deleted.slice(0, deleted.length - MAX_DELETED_STACKS)) this.stacks.delete(x.id);
   }
 }

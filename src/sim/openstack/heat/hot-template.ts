@@ -117,8 +117,22 @@ const PARAM_TYPE_ALIASES: Record<string, ParamDef['type']> = {
   map: 'json',
 };
 
+/** Parsed templates by source text: group members and repeated stacks reuse the same files. */
+const parsedCache = new Map<string, HotTemplate>();
+const PARSED_CACHE_MAX = 500;
+
 /** Parses and checks a HOT template; `name` is used in error messages for nested templates. */
 export function parseTemplate(source: unknown, name = 'template'): HotTemplate {
+  if (typeof source !== 'string') return parseTemplateUncached(source, name);
+  const hit = parsedCache.get(source);
+  if (hit) return hit;
+  const parsed = parseTemplateUncached(source, name);
+  if (parsedCache.size >= PARSED_CACHE_MAX) parsedCache.delete(parsedCache.keys().next().value as string);
+  parsedCache.set(source, parsed);
+  return parsed;
+}
+
+function parseTemplateUncached(source: unknown, name: string): HotTemplate {
   const raw = loadTemplateObject(source, name);
   if ('AWSTemplateFormatVersion' in raw || 'HeatTemplateFormatVersion' in raw) {
     throw new HeatValidationError('CFN templates are not supported by the simulated Heat; use HOT.', 'InvalidTemplateVersion');

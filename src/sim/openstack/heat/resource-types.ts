@@ -178,7 +178,8 @@ function heatAddresses(ctx: LeafContext, s: SimServer): Record<string, Record<st
     if (!port) continue;
     const net = ctx.network.networks.get(port.networkId);
     const key = net?.name || port.networkId;
-    const l = (out[key] ??= []);
+    const l = out[key] ?? [];
+    out[key] = l;
     for (const f of port.fixedIps) {
       l.push({
         version: 4,
@@ -309,8 +310,11 @@ const server: LeafHandler = {
           if (!port) continue;
           const net = ctx.network.networks.get(port.networkId);
           const ips = port.fixedIps.map((f) => f.ip_address);
-          if (net?.name) (out[net.name] ??= []).push(...ips);
-          (out[port.networkId] ??= []).push(...ips);
+          const add = (k: string): void => {
+            out[k] = [...(out[k] ?? []), ...ips];
+          };
+          if (net?.name) add(net.name);
+          add(port.networkId);
         }
         return out;
       }

@@ -1,0 +1,67 @@
+/**
+ * Wires auto-heal into a VNFM: the fault intake route, the ledger API, the batcher (fired by
+ * deadlines, by ending operations and by a periodic sweep) and the Server Notifier alarm
+ * registration driver. Must run after the engine plugin (it uses `ctx.engine`).
+ */
+import type { AppContext } from '../api/context.ts';
+import type { Engine } from '../lcm/engine.ts';
+import { createServerNotifierMgmtDriver, type ServerNotifierDriverOptions } from '../mgmt/drivers/server-notifier/server-notifier-driver.ts';
+import type { PluginHooks } from '../server.ts';
+import { HealBatcher } from './batcher.ts';
+import { faultIntakeRoutes } from './fault-intake.ts';
+import { FaultLedger } from './ledger.ts';
+import { ledgerRoutes } from './ledger-routes.ts';
+import { type AutohealOptions, resolveAutohealOptions } from './storm-guard.ts';
+import './migrations.ts';
+
+/** What auto-heal adds to the context (tests and other modules reach the batcher through it). */
+export interface AutohealHandle {
+  ledger: FaultLedger;
+  batcher: HealBatcher;
+  options: AutohealOptions;
+}
+
+/** A context after {@link setupAutoheal}. */
+export type AutohealContext = AppContext & { engine?: Engine; autoheal?: AutohealHandle };
+
+/** Options of {@link createAutohealPlugin} (tests). */
+export interface AutohealPluginOptions {
+  /** Options of the alarm registration driver (timeouts, fetch). */
+  serverNotifier?: ServerNotifierDriverOptions;
+  /** Do not register the alarm registration driver. @default false */
+  noMgmtDriver?: boolean;
+}
+
+/** Builds the auto-heal plugin with explicit options. */
+export function createAutohealPlugin(popts: AutohealPluginOptions = {}): (ctx: AutohealContext) => PluginHooks {
+  return (ctx) => {
+    const engine = ctx.engine;
+    if (!engine) throw new Error('auto-heal needs the LCM engine: wire setupAutoheal after setupEngine');
+    const options = resolveAutohealOptions(ctx.config);
+    const ledger = new FaultLedger(ctx.store.db);
+    const log = ctx.log.child({ component: 'autoheal' });
+    const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId });
+    for (const r of ['held', 'dropped']) ctx.metrics.healBatches.inc({ result: r }, 0);
+    if (!popts.noMgmtDriver) engine.mgmt.register(createServerNotifierMgmtDriver(popts.serverNotifier));
+    ctx.extraRoutes ??= [];
+    ctx.extraRoutes.push(faultIntakeRoutes({ ctx, ledger, batcher, workerId: ctx.config.runner.workerId }));
+    ctx.extraRoutes.push(ledgerRoutes(ctx, ledger, batcher));
+    ctx.autoheal = { ledger, batcher, options };
+    const onFinished = (vnfInstanceId: string) => batcher.onOpFinished(vnfInstanceId);
+    return {
+      start() {
+        engine.runner.on('finished', onFinished);
+        batcher.start();
+      },
+      async stop() {
+        engine.runner.off('finished', onFinished);
+        await batcher.stop();
+      },
+    };
+  };
+}
+
+/** The auto-heal plugin with default options (add it to the built-in plugins after the engine). */
+export function setupAutoheal(ctx: AutohealContext): PluginHooks {
+  return createAutohealPlugin()(ctx);
+}

@@ -1,0 +1,151 @@
+/**
+ * The storm guard: decides whether a heal batch may become a heal, in the manner of Cluster API's
+ * MachineHealthCheck. When too many VNFCs of one VNF are reported unhealthy at once, the cause is
+ * rarely the VNFCs themselves (a network partition, a storage outage, a broken monitor) and
+ * re-creating them all makes things worse; likewise a VNFC healed again and again is not being
+ * fixed by healing. In both cases the batch is suppressed with a readable reason, the evidence
+ * stays in the ledger, and an operator releases it when it is really wanted.
+ *
+ * Limits come from the module options and may be overridden per VNF instance through
+ * `vnfConfigurableProperties` (changeable at run time with a PATCH of the instance).
+ */
+import type { VnfmConfig } from '../config.ts';
+import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
+
+/** Suppression reasons (metric label values). */
+export const SUPPRESS_REASONS = { maxUnhealthy: 'max_unhealthy', frequency: 'frequency', disabled: 'disabled' } as const;
+/** See {@link SUPPRESS_REASONS}. */
+export type SuppressReason = (typeof SUPPRESS_REASONS)[keyof typeof SUPPRESS_REASONS];
+
+/** Options of the auto-heal module that are not in `config.faultNotification`. */
+export interface AutohealOptions {
+  /**
+   * Largest number of unhealthy VNFCs of one VNF that may be healed at once: a count (`3`) or a
+   * percentage of the VNF's VNFCs (`'40%'`, rounded down). Above it the batch is suppressed.
+   * @default '100%'
+   */
+  maxUnhealthy: number | string;
+  /** Automatic heals of one VNFC allowed within {@link frequencyPeriodMs}; one more is suppressed. @default 10 */
+  maxHealsPerVnfc: number;
+  /** Period of the frequency limit. @default 600000 (10 min) */
+  frequencyPeriodMs: number;
+  /** Period of the sweep that fires due batches and follows heals (other processes' work too). @default 1000 */
+  sweepMs: number;
+  /** How long a claimed batch stays with its claimer before another process may take it over. @default 30000 */
+  leaseMs: number;
+  /** Fallback retry delay of a batch waiting for a busy VNF (an ending op wakes it sooner). @default 5000 */
+  busyRetryMs: number;
+  /** Batches fired in parallel by one process. @default 8 */
+  concurrency: number;
+}
+
+/** Defaults: never block the normal scenarios. */
+export const DEFAULT_AUTOHEAL_OPTIONS: Readonly<AutohealOptions> = {
+  maxUnhealthy: '100%',
+  maxHealsPerVnfc: 10,
+  frequencyPeriodMs: 600_000,
+  sweepMs: 1000,
+  leaseMs: 30_000,
+  busyRetryMs: 5000,
+  concurrency: 8,
+};
+
+/** Raised for invalid auto-heal options; the message names the option. */
+export class AutohealOptionsError extends Error {}
+
+/** Validates a maxUnhealthy value; returns an error text or undefined. */
+export function checkMaxUnhealthy(v: unknown): string | undefined {
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 ? undefined : 'must be an integer >= 0 or a percentage like "40%"';
+  if (typeof v === 'string' && /^\d{1,9}%?$/.test(v.trim())) return undefined;
+  return 'must be an integer >= 0 or a percentage like "40%"';
+}
+
+/**
+ * Reads the optional `autoheal` sub-object of the config (`{ autoheal?: Partial<AutohealOptions> }`),
+ * fills defaults and validates.
+ */
+export function resolveAutohealOptions(config: VnfmConfig | (VnfmConfig & { autoheal?: Partial<AutohealOptions> })): AutohealOptions {
+  const given = ((config as { autoheal?: Partial<AutohealOptions> }).autoheal ?? {}) as Partial<AutohealOptions>;
+  const o: AutohealOptions = { ...DEFAULT_AUTOHEAL_OPTIONS };
+  for (const [k, v] of Object.entries(given)) if (v !== undefined && k in o) (o as unknown as Record<string, unknown>)[k] = v;
+  const err = checkMaxUnhealthy(o.maxUnhealthy);
+  if (err) throw new AutohealOptionsError(`autoheal.maxUnhealthy ${err}`);
+  for (const k of ['maxHealsPerVnfc', 'frequencyPeriodMs', 'sweepMs', 'leaseMs', 'busyRetryMs', 'concurrency'] as const) {
+    const v = o[k];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new AutohealOptionsError(`autoheal.${k} must be a number >= 0`);
+  }
+  if (o.sweepMs < 10) o.sweepMs = 10;
+  if (o.concurrency < 1) o.concurrency = 1;
+  return o;
+}
+
+/** The limits that apply to one VNF. */
+export interface StormPolicy {
+  maxUnhealthy: number | string;
+  maxHealsPerVnfc: number;
+  frequencyPeriodMs: number;
+}
+
+/**
+ * The policy of one instance: module options, overridden by `vnfConfigurableProperties`
+ * `autohealMaxUnhealthy`, `autohealMaxHealsPerVnfc` and `autohealFrequencyPeriodSeconds`
+ * (invalid overrides are ignored, so a typo never disables the guard).
+ */
+export function policyFor(opts: AutohealOptions, inst: Pick<VnfInstanceRecord, 'vnfConfigurableProperties'>): StormPolicy {
+  const p: StormPolicy = { maxUnhealthy: opts.maxUnhealthy, maxHealsPerVnfc: opts.maxHealsPerVnfc, frequencyPeriodMs: opts.frequencyPeriodMs };
+  const vcp = inst.vnfConfigurableProperties ?? {};
+  if (vcp.autohealMaxUnhealthy !== undefined && !checkMaxUnhealthy(vcp.autohealMaxUnhealthy)) p.maxUnhealthy = vcp.autohealMaxUnhealthy as number | string;
+  const n = vcp.autohealMaxHealsPerVnfc;
+  if (typeof n === 'number' && Number.isInteger(n) && n >= 0) p.maxHealsPerVnfc = n;
+  const s = vcp.autohealFrequencyPeriodSeconds;
+  if (typeof s === 'number' && Number.isFinite(s) && s >= 0) p.frequencyPeriodMs = s * 1000;
+  return p;
+}
+
+/** The largest unhealthy count allowed for `total` VNFCs (percentages round down, as Cluster API does). */
+export function maxUnhealthyCount(maxUnhealthy: number | string, total: number): number {
+  if (typeof maxUnhealthy === 'number') return maxUnhealthy;
+  const t = maxUnhealthy.trim();
+  if (t.endsWith('%')) return Math.floor((Number(t.slice(0, -1)) * total) / 100);
+  return Number(t);
+}
+
+/** What the guard looks at for one batch. */
+export interface StormInput {
+  policy: StormPolicy;
+  /** Number of VNFCs of the VNF. */
+  totalVnfcs: number;
+  /** vnfcInfo ids the batch would heal. */
+  targets: readonly string[];
+  /** Other VNFCs of the VNF currently reported unhealthy (recently suppressed batches). */
+  alsoUnhealthy: ReadonlySet<string>;
+  /** Automatic heals per vnfcInfo id within the frequency period. */
+  recentHeals: ReadonlyMap<string, number>;
+}
+
+/** The guard's decision. */
+export type StormVerdict = { allowed: true } | { allowed: false; reason: SuppressReason; detail: string };
+
+/** Decides whether the batch may heal. */
+export function evaluateStormGuard(i: StormInput): StormVerdict {
+  const unhealthy = new Set([...i.targets, ...i.alsoUnhealthy]);
+  const limit = maxUnhealthyCount(i.policy.maxUnhealthy, i.totalVnfcs);
+  if (unhealthy.size > limit) {
+    return {
+      allowed: false,
+      reason: 'max_unhealthy',
+      detail: `${unhealthy.size} of ${i.totalVnfcs} VNFCs are reported unhealthy, more than maxUnhealthy ${i.policy.maxUnhealthy} allows (${limit}); not healing: check the VIM side, then release the batch to heal anyway`,
+    };
+  }
+  const minutes = Math.round((i.policy.frequencyPeriodMs / 60_000) * 10) / 10;
+  const over = i.targets.filter((t) => (i.recentHeals.get(t) ?? 0) + 1 > i.policy.maxHealsPerVnfc);
+  if (over.length > 0) {
+    const detail = over.map((t) => `${t} (${i.recentHeals.get(t) ?? 0} heals)`).join(', ');
+    return {
+      allowed: false,
+      reason: 'frequency',
+      detail: `VNFC ${detail} already healed automatically ${i.policy.maxHealsPerVnfc > 0 ? `the maximum of ${i.policy.maxHealsPerVnfc} times` : 'and the limit is 0'} within ${minutes} min; healing again is unlikely to help: investigate, then release the batch to heal anyway`,
+    };
+  }
+  return { allowed: true };
+}

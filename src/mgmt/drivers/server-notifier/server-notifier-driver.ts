@@ -1,0 +1,294 @@
+/**
+ * Built-in management driver that keeps a Server Notifier's alarm registrations in step with the
+ * servers of a VNF, so that the VIM-side monitor reports server faults to the VNFM's fault
+ * intake (auto-heal). Enabled for an instance instantiated with
+ * `additionalParams.ServerNotifierUri` and `ServerNotifierFaultID` (Tacker's parameters).
+ *
+ * Hooks (the same as Tacker's sample driver):
+ * - `instantiate_end`, `scale_end` (SCALE_OUT), `heal_end`: register every server that has no
+ *   registration for its current server id, store `{alarmId, serverId}` in
+ *   `vnfcResourceInfo.metadata.server_notification`. `instantiate_end` also keeps the URI and
+ *   fault ids in the instance `metadata` for later operations.
+ * - `terminate_start` (all), `scale_start` (SCALE_IN: the removed servers), `heal_start` (the
+ *   targets): unregister before the servers go away.
+ * - `instantiate_rollback_start`, `scale_rollback_start`: unregister what this operation registered.
+ *
+ * Every registration and removal is journaled in the op's persisted driver state before the next
+ * one starts, so a retry continues where the failure happened (no second alarm for a server, no
+ * missing one) and a rollback knows exactly what to remove.
+ */
+import { createHash } from 'node:crypto';
+import { vnfmError } from '../../../errors.ts';
+import { KeystoneAuth } from '../../../infra/openstack/keystone-auth.ts';
+import type { VnfcResourceInfo } from '../../../model/vnf-instance.ts';
+import type { VimConnection } from '../../../vims/vim-registry.ts';
+import type { HookName, MgmtContext, MgmtDriver, MgmtResult } from '../../mgmt-driver.ts';
+import { type AlarmClientOptions, ServerNotifierClient } from './alarm-client.ts';
+
+/** Instance metadata keys holding the Server Notifier settings (Tacker's names). */
+export const SERVER_NOTIFIER_KEYS = { uri: 'ServerNotifierUri', faultIds: 'ServerNotifierFaultID' } as const;
+
+/** The key inside `vnfcResourceInfo.metadata` (Tacker's name). */
+export const VNFC_ALARM_KEY = 'server_notification';
+
+/** Options of {@link createServerNotifierMgmtDriver}. */
+export interface ServerNotifierDriverOptions extends AlarmClientOptions {
+  /** Options of the Keystone sessions (tests). */
+  keystone?: { http?: import('../../../infra/openstack/http-retry.ts').HttpRetryOptions };
+}
+
+/** One journal line per server. */
+interface JournalEntry {
+  vnfcResourceInfoId: string;
+  alarmId?: string;
+  state: 'registered' | 'unregistered' | 'unregister_failed';
+  hook: HookName;
+  at: string;
+}
+
+/** The driver's persisted state in one op. */
+interface Journal {
+  uri?: string;
+  faultIds?: string[];
+  entries: Record<string, JournalEntry>;
+}
+
+const HANDLED = new Set<HookName>(['instantiate_end', 'instantiate_rollback_start', 'terminate_start', 'scale_start', 'scale_end', 'scale_rollback_start', 'heal_start', 'heal_end']);
+
+function str(v: unknown): string | undefined {
+  return typeof v === 'string' && v !== '' ? v : undefined;
+}
+
+function idList(v: unknown): string[] | undefined {
+  if (typeof v === 'string' && v !== '') return [v];
+  if (Array.isArray(v)) {
+    const l = v.filter((x): x is string => typeof x === 'string' && x !== '');
+    return l.length ? l : undefined;
+  }
+  return undefined;
+}
+
+/** The registration recorded on a VNFC, if any. */
+export function registrationOf(r: Pick<VnfcResourceInfo, 'metadata'>): { alarmId: string; serverId?: string } | undefined {
+  const sn = r.metadata?.[VNFC_ALARM_KEY];
+  if (!sn || typeof sn !== 'object') return undefined;
+  const alarmId = str((sn as Record<string, unknown>).alarmId);
+  if (!alarmId) return undefined;
+  const serverId = str((sn as Record<string, unknown>).serverId);
+  return serverId ? { alarmId, serverId } : { alarmId };
+}
+
+/** True when a VNFC has no valid registration for its current server. */
+function needsRegistration(r: VnfcResourceInfo): boolean {
+  const reg = registrationOf(r);
+  return !reg || (reg.serverId !== undefined && reg.serverId !== r.computeResource.resourceId);
+}
+
+/** The Server Notifier settings in force for a hook, or undefined when the driver is off. */
+function settingsOf(ctx: MgmtContext, journal: Journal | undefined): { uri: string; faultIds: string[] } | undefined {
+  if (ctx.hook.startsWith('instantiate_')) {
+    const ap = (ctx.request.additionalParams ?? {}) as Record<string, unknown>;
+    const uri = str(ap[SERVER_NOTIFIER_KEYS.uri]);
+    const faultIds = idList(ap[SERVER_NOTIFIER_KEYS.faultIds]);
+    if (uri && faultIds) return { uri, faultIds };
+  }
+  const md = ctx.instance.metadata ?? {};
+  const imd = ctx.instance.instantiatedVnfInfo?.metadata ?? {};
+  const uri = str(md[SERVER_NOTIFIER_KEYS.uri]) ?? str(imd[SERVER_NOTIFIER_KEYS.uri]) ?? journal?.uri;
+  const faultIds = idList(md[SERVER_NOTIFIER_KEYS.faultIds]) ?? idList(imd[SERVER_NOTIFIER_KEYS.faultIds]) ?? journal?.faultIds;
+  return uri && faultIds ? { uri, faultIds } : undefined;
+}
+
+function journalOf(ctx: MgmtContext): Journal | undefined {
+  return ctx.state.serverNotifier as Journal | undefined;
+}
+
+/** The alarm registration driver. */
+export class ServerNotifierMgmtDriver implements MgmtDriver {
+  readonly name = 'server-notifier';
+  private readonly sessions = new Map<string, KeystoneAuth>();
+
+  constructor(private readonly opts: ServerNotifierDriverOptions = {}) {}
+
+  applies(ctx: MgmtContext): boolean {
+    if (!HANDLED.has(ctx.hook)) return false;
+    const journal = journalOf(ctx);
+    if (ctx.hook.endsWith('_rollback_start')) return Object.values(journal?.entries ?? {}).some((e) => e.state === 'registered');
+    if (ctx.hook === 'scale_start' && ctx.request.type !== 'SCALE_IN') return false;
+    if (ctx.hook === 'scale_end' && ctx.request.type !== 'SCALE_OUT') return false;
+    return settingsOf(ctx, journal) !== undefined;
+  }
+
+  async run(ctx: MgmtContext): Promise<MgmtResult | void> {
+    const journal: Journal = (ctx.state.serverNotifier as Journal | undefined) ?? { entries: {} };
+    ctx.state.serverNotifier = journal;
+    const settings = settingsOf(ctx, journal);
+    if (settings) {
+      journal.uri = settings.uri;
+      journal.faultIds = settings.faultIds;
+    }
+    if (!journal.uri) return;
+    const client = this.client(ctx, journal.uri);
+    const vnfcs = ctx.instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
+    switch (ctx.hook) {
+      case 'instantiate_end': {
+        const r = await this.registerAll(ctx, client, journal, vnfcs);
+        return { ...r, metadata: { [SERVER_NOTIFIER_KEYS.uri]: journal.uri, [SERVER_NOTIFIER_KEYS.faultIds]: journal.faultIds ?? [] } };
+      }
+      case 'scale_end':
+      case 'heal_end':
+        return this.registerAll(ctx, client, journal, vnfcs);
+      case 'terminate_start': {
+        await this.unregisterAll(ctx, client, journal, vnfcs);
+        // Later instantiations bring their own settings.
+        return { metadata: { [SERVER_NOTIFIER_KEYS.uri]: null, [SERVER_NOTIFIER_KEYS.faultIds]: null } };
+      }
+      case 'scale_start':
+        return this.unregisterAll(ctx, client, journal, this.removedServers(ctx, vnfcs));
+      case 'heal_start':
+        return this.unregisterAll(ctx, client, journal, this.healTargets(ctx, vnfcs));
+      case 'instantiate_rollback_start':
+      case 'scale_rollback_start':
+        await this.rollback(ctx, client, journal);
+        return;
+      default:
+        return;
+    }
+  }
+
+  /** vnfcResourceInfo ids with their new registration, keyed by id and by server id. */
+  private async registerAll(ctx: MgmtContext, client: ServerNotifierClient, journal: Journal, vnfcs: VnfcResourceInfo[]): Promise<MgmtResult> {
+    const out: Record<string, Record<string, unknown>> = {};
+    const faultIds = journal.faultIds ?? [];
+    for (const r of vnfcs) {
+      const serverId = r.computeResource.resourceId;
+      const prior = journal.entries[serverId];
+      let alarmId: string | undefined = prior?.state === 'registered' ? prior.alarmId : undefined;
+      if (!alarmId) {
+        if (!needsRegistration(r)) continue;
+        const faultAction = `${ctx.publicUrl}${ctx.config.faultNotification.prefix}/vnf_instances/${ctx.instance.id}/servers/${serverId}/notify`;
+        alarmId = await client.register(serverId, faultAction, faultIds);
+        journal.entries[serverId] = { vnfcResourceInfoId: r.id, alarmId, state: 'registered', hook: ctx.hook, at: new Date().toISOString() };
+        await ctx.checkpoint();
+        ctx.log.info({ hook: ctx.hook, serverId, vnfcResourceInfoId: r.id }, 'server registered with the Server Notifier');
+      }
+      const value = { [VNFC_ALARM_KEY]: { alarmId, serverId } };
+      out[r.id] = value;
+      // Also keyed by server id: new VNFCs may get their final id only when the engine rebuilds
+      // the instance after this hook.
+      out[serverId] = value;
+    }
+    return Object.keys(out).length ? { vnfcMetadata: out } : {};
+  }
+
+  private async unregisterAll(ctx: MgmtContext, client: ServerNotifierClient, journal: Journal, vnfcs: VnfcResourceInfo[]): Promise<MgmtResult> {
+    const out: Record<string, Record<string, unknown>> = {};
+    for (const r of vnfcs) {
+      const serverId = r.computeResource.resourceId;
+      const prior = journal.entries[serverId];
+      const alarmId = prior?.state === 'registered' ? prior.alarmId : registrationOf(r)?.alarmId;
+      if (prior && prior.state !== 'registered') {
+        out[r.id] = { [VNFC_ALARM_KEY]: null };
+        continue;
+      }
+      if (!alarmId) continue;
+      await this.unregisterOne(ctx, client, journal, serverId, r.id, alarmId);
+      out[r.id] = { [VNFC_ALARM_KEY]: null };
+    }
+    return Object.keys(out).length ? { vnfcMetadata: out } : {};
+  }
+
+  private async unregisterOne(ctx: MgmtContext, client: ServerNotifierClient, journal: Journal, serverId: string, vnfcResourceInfoId: string, alarmId: string): Promise<void> {
+    let state: JournalEntry['state'] = 'unregistered';
+    try {
+      const r = await client.unregister(serverId, alarmId);
+      ctx.log.info({ hook: ctx.hook, serverId, result: r }, 'server unregistered from the Server Notifier');
+    } catch (e) {
+      // The server is going away anyway; a left-over alarm only produces notifications the
+      // intake rejects (its alarm id matches no VNFC). Do not block the operation for it.
+      state = 'unregister_failed';
+      ctx.log.warn({ hook: ctx.hook, serverId, error: (e as Error).message }, 'could not unregister the server from the Server Notifier; continuing');
+    }
+    journal.entries[serverId] = { vnfcResourceInfoId, alarmId, state, hook: ctx.hook, at: new Date().toISOString() };
+    await ctx.checkpoint();
+  }
+
+  private async rollback(ctx: MgmtContext, client: ServerNotifierClient, journal: Journal): Promise<void> {
+    for (const [serverId, e] of Object.entries(journal.entries)) {
+      if (e.state !== 'registered' || !e.alarmId) continue;
+      await this.unregisterOne(ctx, client, journal, serverId, e.vnfcResourceInfoId, e.alarmId);
+    }
+  }
+
+  /** Servers a SCALE_IN removes: COMPUTE removeResources of the grant request. */
+  private removedServers(ctx: MgmtContext, vnfcs: VnfcResourceInfo[]): VnfcResourceInfo[] {
+    const ids = new Set<string>();
+    for (const src of [ctx.grantRequest, ctx.grant]) {
+      for (const rd of ((src?.removeResources ?? []) as { type?: string; id?: string; resource?: { resourceId?: string } }[])) {
+        if (rd.type && rd.type !== 'COMPUTE') continue;
+        if (rd.resource?.resourceId) ids.add(rd.resource.resourceId);
+        if (rd.id) ids.add(rd.id);
+      }
+      if (ids.size) break;
+    }
+    if (ids.size === 0) ctx.log.warn({ hook: ctx.hook }, 'scale-in: no removed servers in the grant request; no alarm unregistered');
+    return vnfcs.filter((r) => ids.has(r.computeResource.resourceId) || ids.has(r.id));
+  }
+
+  /** Heal targets: `vnfcInstanceId` (vnfcInfo ids in v2, vnfcResourceInfo ids in v1), else every VNFC. */
+  private healTargets(ctx: MgmtContext, vnfcs: VnfcResourceInfo[]): VnfcResourceInfo[] {
+    const ids = ((ctx.request.vnfcInstanceId as unknown[] | undefined) ?? []).filter((x): x is string => typeof x === 'string');
+    if (ids.length === 0) return vnfcs;
+    const info = ctx.instance.instantiatedVnfInfo?.vnfcInfo ?? [];
+    const wanted = new Set<string>();
+    for (const id of ids) {
+      const vi = info.find((v) => v.id === id);
+      wanted.add(vi ? vi.vnfcResourceInfoId : id);
+    }
+    return vnfcs.filter((r) => wanted.has(r.id));
+  }
+
+  private client(ctx: MgmtContext, uri: string): ServerNotifierClient {
+    const vim = ctx.vim;
+    const auth = vim ? this.keystone(vim) : undefined;
+    const ai = vim?.accessInfo ?? {};
+    const tenant = str(ai.project) ?? str(ai.projectName) ?? str(ai.tenant) ?? str(ai.projectId) ?? str(ai.tenantId);
+    if (!tenant) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'Server Notifier: the VIM connection names no project (accessInfo.project), which is the tenant of the alarm API');
+    return new ServerNotifierClient(uri, tenant, async () => (auth ? auth.getToken() : undefined), this.opts);
+  }
+
+  /** A cached Keystone session for a VIM connection with Keystone credentials, else undefined. */
+  private keystone(vim: VimConnection): KeystoneAuth | undefined {
+    const ii = vim.interfaceInfo ?? {};
+    const ai = vim.accessInfo ?? {};
+    const authUrl = str(ii.endpoint) ?? str(ii.authUrl) ?? str(ii.auth_url);
+    const username = str(ai.username) ?? str(ai.userName);
+    const password = typeof ai.password === 'string' ? ai.password : undefined;
+    const projectName = str(ai.project) ?? str(ai.projectName) ?? str(ai.tenant);
+    const projectId = str(ai.projectId);
+    if (!authUrl || !/^https?:\/\//.test(authUrl) || !username || password === undefined || (!projectName && !projectId)) return undefined;
+    const userDomain = str(ai.userDomain) ?? str(ai.userDomainName) ?? 'Default';
+    const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
+    const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain])).digest('hex');
+    let auth = this.sessions.get(key);
+    if (!auth) {
+      auth = new KeystoneAuth({
+        authUrl,
+        username,
+        password,
+        ...(projectId ? { projectId } : { projectName: projectName as string }),
+        userDomainName: userDomain,
+        projectDomainName: projectDomain,
+        ...(this.opts.keystone?.http ? { http: this.opts.keystone.http } : {}),
+      });
+      this.sessions.set(key, auth);
+    }
+    return auth;
+  }
+}
+
+/** Creates the built-in Server Notifier alarm registration driver. */
+export function createServerNotifierMgmtDriver(opts: ServerNotifierDriverOptions = {}): ServerNotifierMgmtDriver {
+  return new ServerNotifierMgmtDriver(opts);
+}
+

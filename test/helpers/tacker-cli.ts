@@ -1,0 +1,112 @@
+/**
+ * Runs the real OpenStack Tacker CLI (`openstack vnflcm ...`, `openstack vim ...` from the Debian
+ * package python3-tackerclient) against a VNFM under test, the way an operator would: no
+ * authentication (`--os-auth-type none`), the VNFM as endpoint, and a clean environment so no
+ * `OS_*` variable of the machine leaks in.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+/** What one CLI call produced. */
+export interface CliResult {
+  /** Exit code (null when killed by the timeout). */
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+const PATH = '/usr/bin:/bin';
+
+function haveTackerCli(): boolean {
+  const r = spawnSync('sh', ['-c', 'command -v openstack >/dev/null && python3 -c "import tackerclient.osc.v1.vnflcm.vnflcm"'], { env: { PATH }, stdio: 'ignore' });
+  return r.status === 0;
+}
+
+let readiness: string | undefined | null = null;
+
+function findOrInstall(): string | undefined {
+  if (haveTackerCli()) return undefined;
+  const env = { PATH: `/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:${PATH}`, DEBIAN_FRONTEND: 'noninteractive' };
+  const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'python3-tackerclient'], { env, encoding: 'utf8', timeout: 600_000 });
+  let r = install();
+  if (r.status !== 0) {
+    // the package lists may simply be missing (fresh container)
+    spawnSync('apt-get', ['update'], { env, stdio: 'ignore', timeout: 300_000 });
+    r = install();
+  }
+  if (r.status !== 0) {
+    const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n').slice(-2).join(' ');
+    return `the Tacker CLI (python3-tackerclient) is not installed and could not be installed: ${why}`;
+  }
+  return haveTackerCli() ? undefined : 'python3-tackerclient was installed but `openstack vnflcm` is still unavailable';
+}
+
+/**
+ * Makes sure `openstack` with the Tacker plugin is installed, installing python3-tackerclient with
+ * apt-get when it is missing (needs root). Returns `undefined` when the CLI is ready, or the reason
+ * it cannot be used (for a test skip message). The answer is computed once per process.
+ */
+export function ensureTackerCli(): string | undefined {
+  if (readiness === null) readiness = findOrInstall();
+  return readiness;
+}
+
+/** Options of one {@link TackerCli.run}. */
+export interface RunOptions {
+  /** Tacker API major version to use (`--os-tacker-api-version`). @default 1 */
+  api?: 1 | 2;
+  /** Kill the CLI after this many ms. @default 30000 */
+  timeoutMs?: number;
+}
+
+/** The Tacker CLI bound to one VNFM endpoint, with a private HOME for its files. */
+export class TackerCli {
+  /** Throwaway HOME of the CLI; parameter files are written here too. */
+  readonly home: string;
+
+  constructor(private readonly endpoint: string) {
+    this.home = mkdtempSync(join(tmpdir(), 'tacker-cli-'));
+  }
+
+  /** Writes a file (e.g. a VIM config or an update request) into the CLI's home and returns its path. */
+  file(name: string, content: string | object): string {
+    const path = join(this.home, name);
+    writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+    return path;
+  }
+
+  /** Runs `openstack --os-auth-type none --os-endpoint <vnfm> [--os-tacker-api-version N] <args>`. */
+  run(args: readonly string[], opts: RunOptions = {}): Promise<CliResult> {
+    const full = ['--os-auth-type', 'none', '--os-endpoint', this.endpoint, ...(opts.api === 2 ? ['--os-tacker-api-version', '2'] : []), ...args];
+    return new Promise((resolve, reject) => {
+      const child = spawn('openstack', full, { env: { PATH, HOME: this.home }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+      child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+      const timer = setTimeout(() => child.kill('SIGKILL'), opts.timeoutMs ?? 30_000);
+      child.on('error', (e) => {
+        clearTimeout(timer);
+        reject(e);
+      });
+      child.on('close', (code) => {
+        clearTimeout(timer);
+        resolve({ code, stdout, stderr });
+      });
+    });
+  }
+
+  /** Runs a show/list command with `-f json` and parses its output; throws with the CLI output when it fails. */
+  async json<T = Record<string, unknown>>(args: readonly string[], opts: RunOptions = {}): Promise<T> {
+    const r = await this.run([...args, '-f', 'json'], opts);
+    if (r.code !== 0) throw new Error(`openstack ${args.join(' ')} exited ${r.code}: ${r.stderr || r.stdout}`);
+    return JSON.parse(r.stdout) as T;
+  }
+
+  /** Removes the CLI's home. */
+  close(): void {
+    rmSync(this.home, { recursive: true, force: true });
+  }
+}
