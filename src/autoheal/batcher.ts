@@ -40,7 +40,10 @@ export function isAutohealEnabled(inst: Pick<VnfInstanceRecord, 'vnfConfigurable
 /** Fires due batches and follows their heals. */
 export class HealBatcher {
   private running = false;
+  /** Not started, or stopped: no timers, kicks ignored. */
   private stopped = true;
+  /** stop() was called: a cycle in progress ends early. */
+  private stopRequested = false;
   private again = false;
   private loop: Promise<void> | undefined;
   private sweepTimer: NodeJS.Timeout | undefined;
@@ -53,6 +56,7 @@ export class HealBatcher {
   start(): void {
     if (!this.stopped) return;
     this.stopped = false;
+    this.stopRequested = false;
     this.sweepTimer = setInterval(() => this.kick(), this.d.options.sweepMs);
     this.sweepTimer.unref?.();
     this.kick();
@@ -61,6 +65,7 @@ export class HealBatcher {
   /** Stops timers and waits for the cycle in progress. */
   async stop(): Promise<void> {
     this.stopped = true;
+    this.stopRequested = true;
     clearInterval(this.sweepTimer);
     clearTimeout(this.dueTimer);
     this.dueAt = Number.POSITIVE_INFINITY;
@@ -128,7 +133,7 @@ export class HealBatcher {
       await this.d.ledger.resumeHeld();
       const limit = this.d.options.concurrency * 4;
       for (;;) {
-        if (this.stopped) break;
+        if (this.stopRequested) break;
         const claimed = await this.d.ledger.claimDue(this.d.workerId, this.d.options.leaseMs, limit);
         if (claimed.length === 0) break;
         fired += claimed.length;

@@ -157,8 +157,10 @@ export class DeliveryWorker {
           await this.refreshPendingGauge();
           lastGauge = Date.now();
         }
-        const next = await this.nextDueInMs();
-        if (next !== undefined) delay = Math.min(delay, Math.max(0, next));
+        // With every slot busy, a finishing delivery wakes the loop; do not spin on due rows.
+        const next = this.inflight.size < this.concurrency ? await this.nextDueInMs() : undefined;
+        // A due head we could not claim is locked by another worker's claim: look again shortly.
+        if (next !== undefined) delay = Math.min(delay, Math.max(claimed === 0 ? 10 : 0, next));
       } catch (e) {
         this.log.warn({ err: (e as Error).message }, 'notification queue check failed');
       }

@@ -146,6 +146,27 @@ describe('VIM registry', () => {
     assertProblem(await req('PUT', '/v1.0/vims/00000000-0000-0000-0000-000000000000', { vim: { description: 'x' } }), 404);
   });
 
+  it("answers python-tackerclient's spelling: `.json` paths and `?name=` / `?id=` / `fields` list queries", async () => {
+    const all = (await req('GET', '/v1.0/vims.json')).json().vims as Record<string, unknown>[];
+    assert.ok(all.length >= 3);
+    const os1 = all.find((v) => v.name === 'os-1') as Record<string, unknown>;
+    const byName = await req('GET', '/v1.0/vims.json?name=os-1&fields=id');
+    assert.equal(byName.statusCode, 200);
+    assert.deepEqual(byName.json(), { vims: [{ id: os1.id }] });
+    assert.deepEqual((await req('GET', `/v1.0/vims.json?id=${os1.id as string}&fields=id`)).json(), { vims: [{ id: os1.id }] });
+    assert.deepEqual((await req('GET', '/v1.0/vims?name=no-such-vim')).json(), { vims: [] });
+    const k8s = (await req('GET', '/v1.0/vims?type=kubernetes&fields=name&fields=type')).json().vims;
+    assert.deepEqual(k8s, [{ id: (all.find((v) => v.name === 'k8s-1') as Record<string, unknown>).id, name: 'k8s-1', type: 'kubernetes' }]);
+    const shown = await req('GET', `/v1.0/vims/${os1.id as string}.json`);
+    assert.equal(shown.statusCode, 200);
+    assert.equal(shown.json().vim.name, 'os-1');
+    const created = await req('POST', '/v1.0/vims.json', openstackVim('os-json'));
+    assert.equal(created.statusCode, 201, created.body);
+    const put = await req('PUT', `/v1.0/vims/${created.json().vim.id as string}.json`, { vim: { description: 'via .json' } });
+    assert.equal(put.json().vim.description, 'via .json');
+    assert.equal((await req('DELETE', `/v1.0/vims/${created.json().vim.id as string}.json`)).statusCode, 204);
+  });
+
   it('refuses duplicates (409), bad types and incomplete credentials (422), malformed bodies (400), without storing anything', async () => {
     const count = async () => (await vnfm.store.db.selectFrom('vim').select('id').execute()).length;
     const n0 = await count();

@@ -17,6 +17,9 @@ import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
 
 export const V2 = { version: '2.0.0' };
 
+/** Secret key shared by the VNFM processes of one test (they share the database). */
+export const TEST_SECRET_KEY = '7f'.repeat(32);
+
 /** A fake VIM whose servers report `metadata.server_notification.alarmId` = `alarm-<serverId>` (when `withAlarms`). */
 export class AlarmFakeDriver extends FakeDriver {
   withAlarms = true;
@@ -129,6 +132,8 @@ export async function startAutohealVnfm(o: StartOptions = {}): Promise<AutohealV
     ],
     config: {
       logLevel: 'warn',
+      // one key for every process of a test, so that they can all open the sealed VIM secrets
+      secretKey: TEST_SECRET_KEY,
       runner: { pollMs: 50, leaseMs: 3000, concurrency: 8, workerId: o.workerId ?? `w-${randomUUID().slice(0, 6)}` },
       faultNotification: { windowMs: o.windowMs ?? 300 },
       ...rest,

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
 import { DeliveryWorker } from '../../src/notify/delivery.ts';
+import { testPgStore } from '../helpers/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { type NotifyVnfm, type Receiver, V2, facts, notifyVnfm, opEvent, startReceiver, waitFor } from './fixture.ts';
 
@@ -28,8 +29,8 @@ describe('notification delivery', () => {
   /** A filter that only matches events of `vnfdId`, so tests do not see each other's notifications. */
   const only = (vnfdId: string) => ({ filter: { vnfInstanceSubscriptionFilter: { vnfdIds: [vnfdId] } } });
   const rows = (subId: string) => vnfm.store.db.selectFrom('outbox').selectAll().where('subscription_id', '=', subId).orderBy('id').execute();
-  const counter = (result: string) => vnfm.ctx.metrics.registry.getSingleMetric('vnfm_notifications_delivery_total') as unknown as { get(): Promise<{ values: { labels: { result: string }; value: number }[] }> };
-  const count = async (result: string) => (await counter(result).get()).values.find((x) => x.labels.result === result)?.value ?? 0;
+  const counter = () => vnfm.ctx.metrics.registry.getSingleMetric('vnfm_notifications_delivery_total') as unknown as { get(): Promise<{ values: { labels: { result: string }; value: number }[] }> };
+  const count = async (result: string) => (await counter().get()).values.find((x) => x.labels.result === result)?.value ?? 0;
 
   it('delivers in order per subscription, with Content-Type and Version headers, bodies ETSI-valid', async () => {
     const vnfdId = `vnfd-${randomUUID()}`;
@@ -193,33 +194,61 @@ describe('notification delivery', () => {
   });
 
   it('two workers on one store deliver every row exactly once, in order per subscription', async () => {
-    const vnfdId = `vnfd-${randomUUID()}`;
-    const paths = ['/w-a', '/w-b', '/w-c'];
-    for (const p of paths)
-      rx.handlers.set(p, async () => {
-        await new Promise((r) => setTimeout(r, Math.random() * 5));
-        return 204;
-      });
-    const subs: string[] = [];
-    for (const p of paths) subs.push(await subscribe('v2', p, only(vnfdId)));
-    const inst = facts({ vnfdId });
-    for (let i = 0; i < 10; i++) await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, i % 2 ? 'PROCESSING' : 'STARTING'));
-    const w1 = new DeliveryWorker({ db: vnfm.store.db, box: vnfm.ctx.box, config: vnfm.ctx.config, log: vnfm.ctx.log, metrics: vnfm.ctx.metrics, concurrency: 2, pollMs: 10 });
-    const w2 = new DeliveryWorker({ db: vnfm.store.db, box: vnfm.ctx.box, config: vnfm.ctx.config, log: vnfm.ctx.log, metrics: vnfm.ctx.metrics, concurrency: 2, pollMs: 10 });
-    w1.start();
-    w2.start();
+    await twoWorkers(vnfm, rx);
+  });
+});
+
+/** Two workers over one store race for the same rows; every row must be delivered once, in order. */
+async function twoWorkers(vnfm: NotifyVnfm, rx: Receiver): Promise<void> {
+  const vnfdId = `vnfd-${randomUUID()}`;
+  const tag = randomUUID().slice(0, 8);
+  const paths = [`/w-a-${tag}`, `/w-b-${tag}`, `/w-c-${tag}`];
+  for (const p of paths)
+    rx.handlers.set(p, async () => {
+      await new Promise((r) => setTimeout(r, Math.random() * 5));
+      return 204;
+    });
+  const rows = (subId: string) => vnfm.store.db.selectFrom('outbox').selectAll().where('subscription_id', '=', subId).orderBy('id').execute();
+  const subs: string[] = [];
+  for (const p of paths) {
+    const res = await vnfm.app.inject({ method: 'POST', url: '/vnflcm/v2/subscriptions', headers: V2, payload: JSON.stringify({ callbackUri: `${rx.url}${p}`, filter: { vnfInstanceSubscriptionFilter: { vnfdIds: [vnfdId] } } }) });
+    assert.equal(res.statusCode, 201, res.body);
+    subs.push(res.json().id);
+  }
+  const inst = facts({ vnfdId });
+  for (let i = 0; i < 10; i++) await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, i % 2 ? 'PROCESSING' : 'STARTING'));
+  const deps = { db: vnfm.store.db, box: vnfm.ctx.box, config: vnfm.ctx.config, log: vnfm.ctx.log, metrics: vnfm.ctx.metrics, concurrency: 2, pollMs: 10 };
+  const w1 = new DeliveryWorker(deps);
+  const w2 = new DeliveryWorker(deps);
+  w1.start();
+  w2.start();
+  try {
+    await waitFor(async () => {
+      for (const s of subs) if (!(await rows(s)).every((x) => x.status === 'DELIVERED')) return false;
+      return true;
+    }, 30_000, 'all rows DELIVERED');
+  } finally {
+    await Promise.all([w1.stop(), w2.stop()]);
+  }
+  for (const [i, p] of paths.entries()) {
+    const got = rx.posts(p).map((n) => n.id);
+    assert.deepEqual(got, (await rows(subs[i] as string)).map((r) => r.notification.id), `order and exactly-once for ${p}`);
+  }
+  for (const s of subs) for (const r of await rows(s)) assert.equal(r.attempts, 1);
+}
+
+describe('notification delivery on PostgreSQL (VNFM_TEST_PG_URL)', { skip: process.env.VNFM_TEST_PG_URL ? false : 'VNFM_TEST_PG_URL is not set' }, () => {
+  it('two workers on one PostgreSQL database deliver every row exactly once, in order per subscription', async () => {
+    const store = await testPgStore();
+    assert.ok(store);
+    const rx = await startReceiver();
+    const vnfm = await notifyVnfm({ store, config: CONFIG });
     try {
-      await waitFor(async () => {
-        for (const s of subs) if (!(await rows(s)).every((x) => x.status === 'DELIVERED')) return false;
-        return true;
-      }, 20_000, 'all rows DELIVERED');
+      await twoWorkers(vnfm, rx);
     } finally {
-      await Promise.all([w1.stop(), w2.stop()]);
+      await vnfm.close();
+      await rx.close();
+      await store.dropAll();
     }
-    for (const [i, p] of paths.entries()) {
-      const got = rx.posts(p).map((n) => n.id);
-      assert.deepEqual(got, (await rows(subs[i] as string)).map((r) => r.notification.id), `order and exactly-once for ${p}`);
-    }
-    for (const s of subs) for (const r of await rows(s)) assert.equal(r.attempts, 1);
   });
 });

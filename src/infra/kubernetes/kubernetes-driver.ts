@@ -43,7 +43,9 @@
  *   Kubernetes: data is never destroyed by a heal.
  * - **Observe** lists the instance's pods by label and maps them to VDUs (`stableKey`
  *   `Pod/<name>` for a singleton Pod, `StatefulSet/<sts>/<ordinal>` for StatefulSet pods), and
- *   reports StatefulSet PVCs as storage.
+ *   reports StatefulSet PVCs as storage. Pods being deleted are left out, and so are Failed or
+ *   Succeeded pods of controllers (their controller has replaced them already); a Failed
+ *   singleton Pod is reported, as an unhealthy VNFC.
  *
  * Every method is resumable: progress is kept in `ctx.state.kubernetes` and checkpointed after
  * each visible action; API failures are retried with back-off in the client, then surface as
@@ -766,6 +768,9 @@ export class KubernetesDriver implements InfraDriver {
       if (isTerminating(p)) continue;
       const w = workloadOfPod(p, workloads);
       if (w === undefined) continue;
+      // A finished pod of a controller lingers in the API, but its controller has already
+      // replaced it: the replacement is the VNFC now. (A singleton Pod stays the VNFC, unhealthy.)
+      if (w.kind !== 'Pod' && !isActive(p)) continue;
       const name = p.metadata.name as string;
       const ready = isPodReady(p);
       const phase = p.status?.phase as string | undefined;

@@ -309,7 +309,7 @@ export function validate(def: ResourceDef, obj: KubeObject, old?: KubeObject): S
           if (ports.length > 1 && !p?.name) causes.push(req(`spec.ports[${i}].name`));
         });
       }
-      if (old && old.spec?.clusterIP && old.spec.clusterIP !== 'None' && spec.clusterIP !== undefined && spec.clusterIP !== '' && spec.clusterIP !== old.spec.clusterIP && spec.type !== 'ExternalName') {
+      if (old?.spec?.clusterIP && old.spec.clusterIP !== 'None' && spec.clusterIP !== undefined && spec.clusterIP !== '' && spec.clusterIP !== old.spec.clusterIP && spec.type !== 'ExternalName') {
         causes.push(bad('spec.clusterIPs[0]', spec.clusterIP, 'field is immutable'));
       }
       break;

@@ -64,7 +64,7 @@ export class GarbageCollector {
   private foreground(ownerUid: string): void {
     const { store, api } = this.ctx;
     const owner = store.getByUid(ownerUid);
-    if (!owner || !owner.obj.metadata.finalizers?.includes(FOREGROUND)) return;
+    if (!owner?.obj.metadata.finalizers?.includes(FOREGROUND)) return;
     const deps = store.dependentsOf(ownerUid);
     if (deps.length === 0) {
       const o: KubeObject = owner.obj;

@@ -38,7 +38,7 @@ export class NamespaceController {
   private drain(ns: string): void {
     const { store, api } = this.ctx;
     const n = store.get(R.namespaces, '', ns);
-    if (!n || !n.metadata.deletionTimestamp) return;
+    if (!n?.metadata.deletionTimestamp) return;
     let remaining = 0;
     for (const def of RESOURCES) {
       if (!def.namespaced) continue;

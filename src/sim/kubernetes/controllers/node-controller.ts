@@ -124,7 +124,7 @@ export class NodeController {
     }
     queue.after(evictAfterMs, `evict:${name}`, () => {
       const cur = store.get(R.nodes, '', name);
-      if (cur && cur.spec?.taints?.some((t: Loose) => t.key === UNREACHABLE)) this.evict(name, 'Evicted');
+      if (cur?.spec?.taints?.some((t: Loose) => t.key === UNREACHABLE)) this.evict(name, 'Evicted');
     });
     return node;
   }
