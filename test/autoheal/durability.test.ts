@@ -5,7 +5,7 @@
  * heal is taken over without a second heal.
  */
 import assert from 'node:assert/strict';
-import { after, describe, it } from 'node:test';
+import { after, before, describe, it } from 'node:test';
 import { HealBatcher } from '../../src/autoheal/batcher.ts';
 import { FaultLedger, healCausePrefix } from '../../src/autoheal/ledger.ts';
 import { resolveAutohealOptions } from '../../src/autoheal/storm-guard.ts';
@@ -14,9 +14,21 @@ import { testPgStore, testStore } from '../helpers/db.ts';
 import { AlarmFakeDriver, type AutohealVnfm, type TestVnfc, faultBody, healsOf, instantiateVnf, notify, onboardSample, startAutohealVnfm, waitFor } from './fixture.ts';
 
 const cleanups: (() => Promise<void>)[] = [];
+let shared: Store;
+let vnfdId: string | undefined;
+before(async () => {
+  shared = await testStore();
+});
 after(async () => {
   for (const c of cleanups.reverse()) await c().catch(() => undefined);
+  await shared?.close();
 });
+
+/** The sample's vnfdId, onboarded once into the shared store. */
+async function sample(v: AutohealVnfm): Promise<string> {
+  vnfdId ??= await onboardSample(v.vnfm);
+  return vnfdId;
+}
 
 async function post(v: AutohealVnfm, instanceId: string, vnfc: TestVnfc) {
   const r = await notify(v.vnfm, instanceId, vnfc.serverId, faultBody(vnfc));
@@ -25,12 +37,10 @@ async function post(v: AutohealVnfm, instanceId: string, vnfc: TestVnfc) {
 
 describe('auto-heal durability', () => {
   it('a restart inside the window still heals, exactly once', async () => {
-    const store = await testStore();
-    cleanups.push(() => store.close());
+    const store = shared;
     const fake = new AlarmFakeDriver();
     const a = await startAutohealVnfm({ store, fake, windowMs: 1500, workerId: 'proc-a', config: { autoheal: { sweepMs: 100 } } });
-    const vnfdId = await onboardSample(a.vnfm);
-    const { id, vnfcs } = await instantiateVnf(a.vnfm, vnfdId);
+    const { id, vnfcs } = await instantiateVnf(a.vnfm, await sample(a));
     await post(a, id, vnfcs[0] as TestVnfc);
     await post(a, id, vnfcs[1] as TestVnfc);
     await a.vnfm.close();
@@ -46,20 +56,19 @@ describe('auto-heal durability', () => {
   });
 
   it('takes over a batch whose claimer died after creating the heal, without a second heal', async () => {
-    const store = await testStore();
-    cleanups.push(() => store.close());
+    const store = shared;
     const fake = new AlarmFakeDriver();
     const a = await startAutohealVnfm({ store, fake, windowMs: 60_000, workerId: 'proc-a' });
     cleanups.push(() => a.vnfm.close());
-    const vnfdId = await onboardSample(a.vnfm);
-    const { id, vnfcs } = await instantiateVnf(a.vnfm, vnfdId);
+    const { id, vnfcs } = await instantiateVnf(a.vnfm, await sample(a));
     await post(a, id, vnfcs[0] as TestVnfc);
     const ledger = new FaultLedger(store.db);
     await a.ctx.autoheal?.batcher.stop();
     // The dying process: claims the due batch, creates the heal, never records it.
-    await store.db.updateTable('autoheal_batch' as never).set({ deadline: new Date(Date.now() - 1000) } as never).execute();
+    await store.db.updateTable('autoheal_batch' as never).set({ deadline: new Date(Date.now() - 1000) } as never).where('vnf_instance_id' as never, '=', id as never).execute();
     const [claimed] = await ledger.claimDue('dead-proc', 100, 10);
     assert.ok(claimed);
+    assert.equal(claimed.vnfInstanceId, id);
     await a.ctx.engine?.lcm.heal(id, { vnfcInstanceId: [vnfcs[0]?.vnfcInfoId], cause: `${healCausePrefix(claimed.id)}: 1 fault notification(s)` }, 'v2', true);
     await new Promise((r) => setTimeout(r, 150));
     const other = new HealBatcher({ ledger, lcm: a.ctx.engine!.lcm, instances: a.ctx.instances, metrics: a.ctx.metrics, log: a.ctx.log, options: resolveAutohealOptions(a.ctx.config), workerId: 'proc-b' });
@@ -78,9 +87,8 @@ describe('auto-heal durability', () => {
       let s1: Store;
       let s2: Store;
       if (kind === 'PGlite') {
-        s1 = await testStore();
+        s1 = shared;
         s2 = s1;
-        cleanups.push(() => s1.close());
       } else {
         const pg = await testPgStore();
         if (!pg) return t.skip('VNFM_TEST_PG_URL not set');
@@ -98,9 +106,9 @@ describe('auto-heal durability', () => {
       const b = await startAutohealVnfm({ ...opts, store: s2, workerId: 'proc-b' });
       cleanups.push(() => a.vnfm.close());
       cleanups.push(() => b.vnfm.close());
-      const vnfdId = await onboardSample(a.vnfm);
+      const pkg = kind === 'PGlite' ? await sample(a) : await onboardSample(a.vnfm);
       const vnfs = [];
-      for (let i = 0; i < 4; i++) vnfs.push(await instantiateVnf(a.vnfm, vnfdId));
+      for (let i = 0; i < 4; i++) vnfs.push(await instantiateVnf(a.vnfm, pkg));
       // Notifications of each VNF arrive at both processes, interleaved.
       await Promise.all(vnfs.flatMap(({ id, vnfcs }) => vnfcs.map((v, i) => post(i % 2 === 0 ? a : b, id, v))));
       for (const { id } of vnfs) await waitFor(async () => (await healsOf(a.vnfm, id)).some((o) => o.operationState === 'COMPLETED'), 20_000, `heal of ${id}`);
@@ -110,8 +118,8 @@ describe('auto-heal durability', () => {
         assert.equal(heals.length, 1, `one heal for ${id}`);
         assert.equal(heals[0]?.operationParams.vnfcInstanceId?.length, vnfcs.length);
       }
-      const firedBy = await s1.db.selectFrom('autoheal_batch' as never).select(['notes' as never]).execute();
-      assert.equal(firedBy.length, vnfs.length, 'one batch per VNF');
+      const rows = await s1.db.selectFrom('autoheal_batch' as never).select(['vnf_instance_id' as never]).where('vnf_instance_id' as never, 'in', vnfs.map((v) => v.id) as never).execute();
+      assert.equal(rows.length, vnfs.length, 'one batch per VNF');
       await a.vnfm.close();
       await b.vnfm.close();
     });

@@ -1,0 +1,395 @@
+/**
+ * Drift sync: re-observes an instantiated VNF through its infra driver and, when the VIM replaced
+ * resources outside any LCM operation (Kubernetes re-creating a failed or evicted pod, for
+ * example), brings `instantiatedVnfInfo` up to date with stable VNFC ids.
+ *
+ * Why: a CNF's pods are replaced by Kubernetes on its own, so the stored resource ids go stale;
+ * an NFVO or an operator reading the instance would see pods that no longer exist. Tacker fixes
+ * its database silently every 300 s; here every correction is visible: it is stored as an op occ
+ * (operation `MODIFY_INFO`, state `COMPLETED`, `isAutomaticInvocation: true`, operationParams
+ * `{"sync": true}`, with `resourceChanges`), logged and counted. No notification is sent: SOL
+ * defines none for a change the VNFM did not make.
+ *
+ * Rules:
+ * - Only INSTANTIATED instances with no active operation (STARTING, PROCESSING, FAILED_TEMP,
+ *   ROLLING_BACK) are synced; the instance row revision is checked when writing, so an operation
+ *   that starts while the VIM is being observed wins and the sync result is dropped.
+ * - Identities are kept by {@link rebuildInstantiatedInfo}: a replaced pod keeps its VNFC's
+ *   vnfcResourceInfo and vnfcInfo ids. A resource re-created under the same name (StatefulSet or
+ *   singleton pods) is recognised by a changed `metadata.uid` and reported MODIFIED.
+ * - A replacement in flight shows fewer (or more) resources than stored for a VDU; storing that
+ *   would drop a VNFC and give it a new id when its pod is back. So when the per-VDU counts differ
+ *   from the stored ones, the VIM is observed again a few times; if they still differ nothing is
+ *   stored and the result says `settled: false` (a size change made outside the VNFM is not
+ *   adopted: scale through the API). DaemonSet VDUs are exempt: their size follows the nodes.
+ */
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Counter } from 'prom-client';
+import type { Logger } from 'pino';
+import type { AppContext } from '../api/context.ts';
+import { syncRoutes } from '../api/vnflcm/sync-routes.ts';
+import { isVnfmError, vnfmError } from '../errors.ts';
+import type { InfraContext, ObservedResources } from '../infra/infra-driver.ts';
+import type { OpOccRecord } from '../model/op-occ.ts';
+import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
+import { vnfcCountAtLevel } from '../packages/vnfd-scaling.ts';
+import { json } from '../store/db.ts';
+import type { PluginHooks } from '../server.ts';
+import type { Engine } from './engine.ts';
+import { type ResourceChanges, rebuildInstantiatedInfo } from './instance-info.ts';
+import { activeOpOcc, insertOpOcc } from './op-occ-repo.ts';
+
+/** Options of the drift sync (config key `sync`). */
+export interface SyncOptions {
+  /** Period of the background sync in ms; 0 turns it off (the API endpoint still works). @default 300000 */
+  intervalMs: number;
+  /** Delay before the first background run, so a restart does not start with a burst of VIM calls. @default 60000 (or intervalMs when shorter) */
+  initialDelayMs: number;
+  /** VIM types the background sync visits (drift is normal on Kubernetes); the endpoint syncs any type. @default ['ETSINFV.KUBERNETES.V_1'] */
+  vimTypes: string[];
+  /** Observations made in all when the VIM shows another number of VNFCs per VDU than stored (a replacement in flight). @default 4 */
+  settleAttempts: number;
+  /** Pause between those observations. @default 1000 */
+  settleDelayMs: number;
+}
+
+/** Fills the defaults of {@link SyncOptions} and validates them. */
+export function resolveSyncOptions(input: Partial<SyncOptions> = {}): SyncOptions {
+  const intervalMs = input.intervalMs ?? 300_000;
+  const o: SyncOptions = {
+    intervalMs,
+    initialDelayMs: input.initialDelayMs ?? Math.min(60_000, intervalMs),
+    vimTypes: input.vimTypes ?? ['ETSINFV.KUBERNETES.V_1'],
+    settleAttempts: input.settleAttempts ?? 4,
+    settleDelayMs: input.settleDelayMs ?? 1000,
+  };
+  for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) {
+    if (!Number.isFinite(o[k]) || o[k] < 0) throw new Error(`sync.${k} must be a number >= 0, got ${o[k]}`);
+  }
+  if (!Number.isInteger(o.settleAttempts) || o.settleAttempts < 1) throw new Error(`sync.settleAttempts must be an integer >= 1, got ${o.settleAttempts}`);
+  return o;
+}
+
+/** What one sync of an instance found. */
+export interface SyncResult {
+  /** True when the stored instance info was updated. */
+  changed: boolean;
+  /** False when the VIM did not show the stored number of VNFCs (nothing stored; try again later). */
+  settled: boolean;
+  affectedVnfcs: Record<string, unknown>[];
+  affectedVirtualStorages: Record<string, unknown>[];
+  affectedVirtualLinks: Record<string, unknown>[];
+  /** The MODIFY_INFO op occ recording the change (only when `changed`). */
+  vnfLcmOpOccId?: string;
+  /** Why nothing was stored (not settled, or the instance changed meanwhile). */
+  detail?: string;
+}
+
+/** Totals of one background pass. */
+export interface SyncPassResult {
+  visited: number;
+  changed: number;
+  unsettled: number;
+  skipped: number;
+  failed: number;
+}
+
+/** Dependencies of {@link DriftSync}. */
+export interface DriftSyncDeps {
+  ctx: AppContext;
+  engine: Engine;
+  options: SyncOptions;
+}
+
+const RESULTS = ['changed', 'unchanged', 'unsettled', 'skipped', 'failed'] as const;
+type SyncMetricResult = (typeof RESULTS)[number];
+
+/** VDUs whose size the VNFM does not set (one pod per node). */
+const UNCOUNTED_TYPES = new Set(['DaemonSet']);
+
+function vduCounts(vnfcs: readonly { vduId: string; computeResource: { vimLevelResourceType?: string | undefined } }[]): Map<string, number> {
+  const m = new Map<string, number>();
+  for (const v of vnfcs) {
+    if (UNCOUNTED_TYPES.has(v.computeResource.vimLevelResourceType ?? '')) continue;
+    m.set(v.vduId, (m.get(v.vduId) ?? 0) + 1);
+  }
+  return m;
+}
+
+function countMismatch(prev: InstantiatedVnfInfo, observed: ObservedResources): string | undefined {
+  const want = vduCounts(prev.vnfcResourceInfo ?? []);
+  const have = vduCounts(observed.vnfcs);
+  const diffs: string[] = [];
+  for (const vdu of [...new Set([...want.keys(), ...have.keys()])].sort()) {
+    const w = want.get(vdu) ?? 0;
+    const h = have.get(vdu) ?? 0;
+    if (w !== h) diffs.push(`${vdu}: ${h} observed, ${w} stored`);
+  }
+  return diffs.length ? diffs.join('; ') : undefined;
+}
+
+/** Re-observes instances and records drift (see the module comment). */
+export class DriftSync {
+  private timer: NodeJS.Timeout | undefined;
+  private pass: Promise<SyncPassResult> | undefined;
+  private stopped = false;
+  private readonly counter: Counter<'result'>;
+  private readonly log: Logger;
+
+  constructor(private readonly d: DriftSyncDeps) {
+    this.log = d.ctx.log.child({ component: 'drift-sync' });
+    const existing = d.ctx.metrics.registry.getSingleMetric('vnfm_sync_total') as Counter<'result'> | undefined;
+    this.counter = existing ?? new Counter({ name: 'vnfm_sync_total', help: 'Drift syncs of VNF instances, by result', labelNames: ['result'] as const, registers: [d.ctx.metrics.registry] });
+    for (const r of RESULTS) this.counter.inc({ result: r }, 0);
+  }
+
+  private count(r: SyncMetricResult): void {
+    this.counter.inc({ result: r });
+  }
+
+  /** The observation context of a driver call outside any operation. */
+  private async infraContext(inst: VnfInstanceRecord, opId: string): Promise<{ ictx: InfraContext; vimKey: string }> {
+    const { ctx, engine } = this.d;
+    const info = inst.instantiatedVnfInfo as InstantiatedVnfInfo;
+    const vnfd = await engine.lcm.vnfdOf(inst);
+    const flavour = vnfd.flavours[info.flavourId];
+    if (!flavour) throw vnfmError('VNFM_ERR_INST_INVALID', `flavour ${info.flavourId} not found in VNFD ${vnfd.vnfdId}`);
+    const conns = await ctx.instances.vimConnections(inst.id);
+    const vimKey = Object.keys(conns)[0];
+    const vim = vimKey === undefined ? undefined : conns[vimKey];
+    if (!vim || vimKey === undefined) throw vnfmError('VNFM_ERR_INST_INVALID', `VnfInstance ${inst.id} has no vimConnectionInfo`);
+    const levels: Record<string, number> = {};
+    for (const s of info.scaleStatus ?? []) levels[s.aspectId] = s.scaleLevel;
+    for (const a of Object.keys(flavour.scalingAspects)) levels[a] ??= 0;
+    const counts = info.scaleStatus?.length || Object.keys(flavour.scalingAspects).length ? vnfcCountAtLevel(flavour, undefined, levels) : vnfcCountAtLevel(flavour, info.instantiationLevelId);
+    const now = new Date();
+    const opOcc: OpOccRecord = {
+      id: opId,
+      vnfInstanceId: inst.id,
+      operation: 'MODIFY_INFO',
+      operationState: 'PROCESSING',
+      stateEnteredTime: now,
+      startTime: now,
+      isAutomaticInvocation: true,
+      isCancelPending: false,
+      cancelMode: null,
+      operationParams: { sync: true },
+      error: null,
+      resourceChanges: null,
+      changedInfo: null,
+      grantId: null,
+      grantRequest: null,
+      grant: null,
+      ctx: {},
+      pending: null,
+      leaseOwner: null,
+      leaseUntil: null,
+      attempts: 0,
+      apiVersion: 'v2',
+      createdAt: now,
+    };
+    let files: Promise<Map<string, Buffer>> | undefined;
+    const ictx: InfraContext = {
+      instance: inst,
+      opOcc,
+      vnfd,
+      flavour,
+      vim,
+      files: () => (files ??= ctx.packages.files(inst.vnfPkgId)),
+      grant: null,
+      state: {},
+      checkpoint: async () => undefined,
+      targetScaleLevels: levels,
+      targetVduCounts: counts,
+      log: this.log.child({ vnfInstanceId: inst.id }),
+      config: ctx.config,
+      publicUrl: ctx.config.publicUrl,
+    };
+    return { ictx, vimKey };
+  }
+
+  /**
+   * Syncs one instance now. Throws 404 for an unknown instance, 409 when it is not instantiated
+   * or an operation is active on it (or starts while the VIM is observed), and the driver's error
+   * when the VIM cannot be read.
+   */
+  async syncInstance(id: string): Promise<SyncResult> {
+    const { ctx, engine, options } = this.d;
+    const inst = await ctx.instances.get(id);
+    if (inst.instantiationState !== 'INSTANTIATED' || !inst.instantiatedVnfInfo) throw vnfmError('VNFM_ERR_INST_STATE', `VnfInstance ${id} isn't instantiated.`);
+    const active = await activeOpOcc(ctx.store.db, id);
+    if (active) {
+      throw vnfmError('VNFM_ERR_INST_BUSY', `Other LCM operation of vnfInstance ${id} is in progress: ${active.operation} ${active.id} is ${active.operationState}; sync after it ends.`, {
+        extra: { conflictingLcmOpOccId: active.id },
+      });
+    }
+    const prev = inst.instantiatedVnfInfo;
+    const opId = randomUUID();
+    const { ictx, vimKey } = await this.infraContext(inst, opId);
+    const vim = ictx.vim;
+    const driver = engine.drivers.find(vim.vimType);
+    if (!driver) throw vnfmError('VNFM_ERR_VIM_INVALID', `no infra driver for VIM type ${vim.vimType}`);
+
+    let observed = await driver.observe(ictx);
+    let mismatch = countMismatch(prev, observed);
+    for (let i = 1; mismatch !== undefined && i < options.settleAttempts; i++) {
+      await sleep(options.settleDelayMs);
+      observed = await driver.observe(ictx);
+      mismatch = countMismatch(prev, observed);
+    }
+    const empty = { affectedVnfcs: [], affectedVirtualStorages: [], affectedVirtualLinks: [] };
+    if (mismatch !== undefined) {
+      this.count('unsettled');
+      const detail = `the VIM does not show the stored number of VNFCs (${mismatch}); a replacement may be in progress, or the VNF was resized outside the VNFM; nothing was stored`;
+      this.log.info({ vnfInstanceId: id, mismatch }, 'drift sync: not settled');
+      return { changed: false, settled: false, ...empty, detail };
+    }
+
+    // Same resource id but another incarnation (StatefulSet / singleton pod re-created).
+    const reincarnated = new Set<string>();
+    for (const r of prev.vnfcResourceInfo ?? []) {
+      const oldUid = r.metadata?.uid;
+      if (typeof oldUid !== 'string') continue;
+      const o = observed.vnfcs.find((v) => v.vduId === r.vduId && v.computeResource.resourceId === r.computeResource.resourceId);
+      const newUid = o?.metadata?.uid;
+      if (typeof newUid === 'string' && newUid !== oldUid) reincarnated.add(r.id);
+    }
+    const { info, changes } = rebuildInstantiatedInfo(prev, observed, {
+      flavourId: prev.flavourId,
+      vimConnectionId: vimKey,
+      scaleStatus: prev.scaleStatus ?? [],
+      maxScaleLevels: prev.maxScaleLevels ?? [],
+      instantiationLevelId: prev.instantiationLevelId,
+      healedIds: reincarnated,
+    });
+    if (!hasChanges(changes)) {
+      this.count('unchanged');
+      return { changed: false, settled: true, ...empty };
+    }
+
+    let conflict: string | undefined;
+    await ctx.store.db.transaction().execute(async (tx) => {
+      const updated = await tx
+        .updateTable('vnf_instance')
+        .set({ instantiated_vnf_info: json(info), rev: inst.rev + 1 } as never)
+        .where('id', '=', id)
+        .where('rev', '=', inst.rev)
+        .where('instantiation_state', '=', 'INSTANTIATED')
+        .executeTakeFirst();
+      if (Number(updated.numUpdatedRows) !== 1) {
+        conflict = `VnfInstance ${id} changed while the VIM was being observed; nothing was stored`;
+        return;
+      }
+      // Throws 409 (and rolls the update back) when an operation started meanwhile.
+      await insertOpOcc(tx, { id: opId, vnfInstanceId: id, operation: 'MODIFY_INFO', state: 'COMPLETED', params: { sync: true }, automatic: true, pending: null, apiVersion: 'v2' });
+      await tx.updateTable('op_occ').set({ resource_changes: json(changes) }).where('id', '=', opId).execute();
+    });
+    if (conflict !== undefined) throw vnfmError('VNFM_ERR_INST_BUSY', conflict);
+    this.count('changed');
+    ctx.metrics.lcmOps.inc({ operation: 'MODIFY_INFO', result: 'COMPLETED' });
+    this.log.info(
+      {
+        vnfInstanceId: id,
+        opOccId: opId,
+        affectedVnfcs: changes.affectedVnfcs.length,
+        affectedVirtualStorages: changes.affectedVirtualStorages.length,
+        affectedVirtualLinks: changes.affectedVirtualLinks.length,
+      },
+      'drift sync: instance info updated from the VIM',
+    );
+    return { changed: true, settled: true, ...changes, vnfLcmOpOccId: opId };
+  }
+
+  /** One background pass over every instantiated instance of the configured VIM types; never throws. */
+  async syncAll(): Promise<SyncPassResult> {
+    if (this.pass) return this.pass;
+    this.pass = this.runPass().finally(() => {
+      this.pass = undefined;
+    });
+    return this.pass;
+  }
+
+  private async runPass(): Promise<SyncPassResult> {
+    const out: SyncPassResult = { visited: 0, changed: 0, unsettled: 0, skipped: 0, failed: 0 };
+    let list: VnfInstanceRecord[];
+    try {
+      list = await this.d.ctx.instances.list();
+    } catch (e) {
+      this.log.warn({ err: (e as Error).message }, 'drift sync: cannot list instances');
+      return out;
+    }
+    for (const inst of list) {
+      if (this.stopped) break;
+      if (inst.instantiationState !== 'INSTANTIATED') continue;
+      const types = Object.values(inst.vimConnectionInfo ?? {}).map((c) => (c as { vimType?: string } | null)?.vimType);
+      if (!types.some((t) => t !== undefined && this.d.options.vimTypes.includes(t))) continue;
+      out.visited++;
+      try {
+        const r = await this.syncInstance(inst.id);
+        if (r.changed) out.changed++;
+        else if (!r.settled) out.unsettled++;
+      } catch (e) {
+        if (isVnfmError(e, 'VNFM_ERR_INST_BUSY', 'VNFM_ERR_INST_STATE', 'VNFM_ERR_INST_NOT_FOUND')) {
+          out.skipped++;
+          this.count('skipped');
+          this.log.debug({ vnfInstanceId: inst.id, reason: e.message }, 'drift sync: skipped');
+        } else {
+          out.failed++;
+          this.count('failed');
+          this.log.warn({ vnfInstanceId: inst.id, err: (e as Error).message }, 'drift sync: failed');
+        }
+      }
+    }
+    return out;
+  }
+
+  /** Starts the periodic background sync (no-op when `intervalMs` is 0). */
+  start(): void {
+    if (this.d.options.intervalMs <= 0 || this.timer) return;
+    this.stopped = false;
+    const schedule = (ms: number) => {
+      this.timer = setTimeout(() => {
+        void this.syncAll().finally(() => {
+          if (!this.stopped) schedule(this.d.options.intervalMs);
+        });
+      }, ms);
+      this.timer.unref();
+    };
+    schedule(this.d.options.initialDelayMs);
+    this.log.info({ intervalMs: this.d.options.intervalMs, vimTypes: this.d.options.vimTypes }, 'drift sync started');
+  }
+
+  /** Stops the background sync and waits for a pass in progress. */
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.pass?.catch(() => undefined);
+  }
+}
+
+function hasChanges(c: ResourceChanges): boolean {
+  return c.affectedVnfcs.length > 0 || c.affectedVirtualStorages.length > 0 || c.affectedVirtualLinks.length > 0;
+}
+
+/** Sync-aware context: the service is kept on it so that it is set up once. */
+export type SyncContext = AppContext & { engine?: Engine; sync?: DriftSync };
+
+/**
+ * Creates the drift sync on a context (after the engine), registers `POST
+ * /vnflcm/v2/vnf_instances/{id}/sync` and returns the hooks that run the periodic sync. Options
+ * come from `options`, else the config's `sync` section, else the defaults. Calling it again on
+ * the same context does nothing, so it can be both built in and passed as a test plugin.
+ */
+export function setupSync(ctx: SyncContext, options?: Partial<SyncOptions>): PluginHooks | undefined {
+  if (ctx.sync) return undefined;
+  const engine = ctx.engine;
+  if (!engine) throw new Error('setupSync needs the LCM engine: set it up after setupEngine');
+  const fromConfig = (ctx.config as unknown as { sync?: Partial<SyncOptions> }).sync;
+  const sync = new DriftSync({ ctx, engine, options: resolveSyncOptions(options ?? fromConfig ?? {}) });
+  ctx.sync = sync;
+  ctx.lcmRoutes ??= [];
+  ctx.lcmRoutes.push(syncRoutes(sync));
+  return { start: () => sync.start(), stop: () => sync.stop() };
+}
