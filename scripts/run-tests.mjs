@@ -29,13 +29,14 @@ const child = spawn(
   { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'test' } },
 );
 let tail = '';
+let count = 0;
 child.stdout.on('data', (chunk) => {
   process.stdout.write(chunk);
-  tail = (tail + chunk.toString()).slice(-4000);
+  // keep a small window so a summary line split across chunks is still seen
+  tail = (tail + chunk.toString()).slice(-8000);
+  for (const m of tail.matchAll(/(?:ℹ|#) tests (\d+)/g)) count = Number(m[1]);
 });
 child.on('close', (code) => {
-  const m = /ℹ tests (\d+)/.exec(tail) ?? /# tests (\d+)/.exec(tail);
-  const count = m ? Number(m[1]) : 0;
   if (count === 0) {
     console.error('FAIL: zero tests ran');
     process.exit(1);

@@ -36,7 +36,7 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config);
   let runner: Runner | undefined;
-  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, ctx.notifier, ctx.log, () => runner?.wake());
+  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, ctx.notifier, ctx.log, () => runner?.wake(), (t) => drivers.find(t) !== undefined);
   const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, notifier: ctx.notifier, instances: ctx.instances, packages: ctx.packages, lcm, drivers, mgmt, grants });
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
   ctx.engine = { lcm, runner, drivers, mgmt, grants };

@@ -33,6 +33,7 @@ export class LcmService {
     private readonly notifier: Notifier,
     private readonly log: Logger,
     private readonly wake: () => void,
+    private readonly hasDriver: (vimType: string) => boolean = () => true,
   ) {}
 
   /** The parsed VNFD of an instance's package. */
@@ -78,6 +79,9 @@ export class LcmService {
       const def = await this.instances.defaultVim(kind);
       if (!def) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `no vimConnectionInfo given and no default ${kind} VIM registered`);
       conns = { vim1: def };
+    }
+    for (const c of Object.values(conns ?? (await this.instances.vimConnections(id)))) {
+      if (!this.hasDriver(c.vimType)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimType ${c.vimType} is not supported; supported: ETSINFV.OPENSTACK_KEYSTONE.V_3, ETSINFV.KUBERNETES.V_1`);
     }
     let instanceUpdate: Record<string, unknown> | undefined;
     if (conns) {

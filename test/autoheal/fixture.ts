@@ -41,14 +41,26 @@ export interface NotifierCall {
   token: string | undefined;
 }
 
-/** A stand-in Server Notifier alarm API. */
+/** The token the stub's Keystone hands out. */
+export const STUB_TOKEN = 'stub-keystone-token-0123';
+
+/** A VIM connection whose Keystone is the notifier stub (so alarm calls carry a token). */
+export function keystoneVim(stubUrl: string) {
+  return { ...FAKE_VIM, interfaceInfo: { endpoint: `${stubUrl}/v3` }, accessInfo: { username: 'vnfm', password: 'vim-password-xyz', project: 'tenant-a', userDomain: 'Default', projectDomain: 'Default' } };
+}
+
+/** A stand-in Server Notifier alarm API (plus a minimal Keystone). */
 export interface NotifierStub {
   url: string;
   calls: NotifierCall[];
   /** alarm id -> registration. */
   alarms: Map<string, { tenant: string; serverId: string; faultAction: string; faultIds: string[] }>;
-  /** Status to answer the next N POSTs with. */
+  /** Status 500 for the next N alarm POSTs. */
   failPosts: number;
+  /** Decides per alarm POST (1-based count) whether it fails with 500. */
+  failPost?: (n: number) => boolean;
+  /** Alarm POSTs so far. */
+  posts: number;
   close(): Promise<void>;
 }
 
@@ -60,20 +72,27 @@ async function readBody(req: IncomingMessage): Promise<string> {
 
 /** Starts the alarm API stand-in on a free port. */
 export async function startNotifierStub(): Promise<NotifierStub> {
-  const stub: NotifierStub = { url: '', calls: [], alarms: new Map(), failPosts: 0, close: async () => undefined };
+  const stub: NotifierStub = { url: '', calls: [], alarms: new Map(), failPosts: 0, posts: 0, close: async () => undefined };
   const server: Server = createServer(async (req, res) => {
     const text = await readBody(req);
     const body = text ? (JSON.parse(text) as Record<string, unknown>) : undefined;
     const path = req.url ?? '';
     stub.calls.push({ method: req.method ?? '', path, body, token: req.headers['x-auth-token'] as string | undefined });
     const m = /^\/v2\/([^/]+)\/servers\/([^/]+)\/alarms(?:\/([^/]+))?$/.exec(path);
-    const send = (status: number, b?: unknown) => {
-      res.writeHead(status, b === undefined ? {} : { 'content-type': 'application/json' });
+    const send = (status: number, b?: unknown, headers: Record<string, string> = {}) => {
+      res.writeHead(status, { ...headers, ...(b === undefined ? {} : { 'content-type': 'application/json' }) });
       res.end(b === undefined ? undefined : JSON.stringify(b));
     };
+    if (path === '/v3/auth/tokens' && req.method === 'POST') {
+      // A minimal Keystone: every password authentication gets the same token.
+      const now = Date.now();
+      return send(201, { token: { expires_at: new Date(now + 3600_000).toISOString(), issued_at: new Date(now).toISOString(), user: { id: 'u1', name: 'vnfm', domain: { id: 'default', name: 'Default' } }, project: { id: 'p1', name: 'tenant-a', domain: { id: 'default', name: 'Default' } }, roles: [{ name: 'admin' }], methods: ['password'], catalog: [] } }, { 'x-subject-token': STUB_TOKEN });
+    }
     if (!m) return send(404, { error: 'no route' });
     const [, tenant, serverId, alarmId] = m as unknown as [string, string, string, string | undefined];
     if (req.method === 'POST' && !alarmId) {
+      stub.posts++;
+      if (stub.failPost?.(stub.posts)) return send(500, { error: 'injected failure' });
       if (stub.failPosts > 0) {
         stub.failPosts--;
         return send(500, { error: 'injected failure' });
@@ -169,21 +188,26 @@ export async function vnfcsOf(v: TestVnfm, id: string): Promise<TestVnfc[]> {
 }
 
 /** Creates and instantiates a VNF (auto-heal enabled unless told otherwise); waits for COMPLETED. */
-export async function instantiateVnf(v: TestVnfm, vnfdId: string, o: { autoheal?: boolean; additionalParams?: Record<string, unknown>; vnfConfigurableProperties?: Record<string, unknown> } = {}): Promise<{ id: string; vnfcs: TestVnfc[] }> {
+export async function instantiateVnf(
+  v: TestVnfm,
+  vnfdId: string,
+  o: { autoheal?: boolean; additionalParams?: Record<string, unknown>; vnfConfigurableProperties?: Record<string, unknown>; vim?: Record<string, unknown>; expect?: string } = {},
+): Promise<{ id: string; vnfcs: TestVnfc[]; opOccId: string }> {
   const c = await v.app.inject({ method: 'POST', url: '/vnflcm/v2/vnf_instances', headers: V2, payload: { vnfdId, vnfInstanceName: 'autoheal-test' } });
   assert.equal(c.statusCode, 201, c.body);
   const id = c.json().id as string;
   const payload = {
     flavourId: 'simple',
-    vimConnectionInfo: { vim1: VIM },
+    vimConnectionInfo: { vim1: o.vim ?? VIM },
     vnfConfigurableProperties: { isAutohealEnabled: o.autoheal ?? true, ...(o.vnfConfigurableProperties ?? {}) },
     additionalParams: { ServerNotifierFaultID: ['1234'], ...(o.additionalParams ?? {}) },
   };
   const r = await v.app.inject({ method: 'POST', url: `/vnflcm/v2/vnf_instances/${id}/instantiate`, headers: V2, payload });
   assert.equal(r.statusCode, 202, r.body);
   const occ = String(r.headers.location).split('/').pop() as string;
-  await waitFor(async () => (await opOcc(v, occ)).operationState === 'COMPLETED', 20_000, `instantiate ${occ} COMPLETED`);
-  return { id, vnfcs: await vnfcsOf(v, id) };
+  const want = o.expect ?? 'COMPLETED';
+  await waitFor(async () => (await opOcc(v, occ)).operationState === want, 20_000, `instantiate ${occ} ${want}`);
+  return { id, vnfcs: want === 'COMPLETED' ? await vnfcsOf(v, id) : [], opOccId: occ };
 }
 
 /** GET one op occ (v2). */
