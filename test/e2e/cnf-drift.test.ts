@@ -220,7 +220,7 @@ describe('CNF drift and faults through the VNFM API (simulated Kubernetes)', () 
     periodic.start();
     try {
       const occ = await until('a sync op occ', async () => {
-        const list = (await env.api('GET', '/vnflcm/v2/vnf_lcm_op_occs')).body as Json[];
+        const list = (await env.api('GET', '/vnflcm/v2/vnf_lcm_op_occs?all_fields')).body as Json[];
         return list.find((o) => o.vnfInstanceId === inst && o.operation === 'MODIFY_INFO' && o.resourceChanges?.affectedVnfcs?.some((a: Json) => a.id === target.res.id));
       });
       assert.equal(occ.isAutomaticInvocation, true);
