@@ -227,6 +227,8 @@ export class HealBatcher {
           const why = `the VNF is busy${active ? ` with ${active.operation} ${active.id} (${active.operationState})` : ''}; the heal starts when it ends`;
           await this.settle(b, log, { status: 'waiting', reason: why, reasonCode: 'busy', nextAttemptInMs: this.d.options.busyRetryMs, notes: [...notes, note(why)], perNotification });
           this.d.metrics.healBatches.inc({ result: 'waiting' });
+          // The blocking op may have ended while this batch was not yet 'waiting' (its event missed it).
+          if (!(await activeOpOcc(this.d.ledger.db as never, inst.id).catch(() => active))) this.onOpFinished(inst.id);
           return;
         }
         if (isVnfmError(e, 'VNFM_ERR_INST_STATE', 'VNFM_ERR_INST_NOT_FOUND')) {

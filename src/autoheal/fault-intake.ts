@@ -65,9 +65,11 @@ function asIdList(v: unknown): string[] | undefined {
  * registration driver, editable with a PATCH), else `instantiatedVnfInfo.metadata`, else the
  * `additionalParams.ServerNotifierFaultID` of the instantiate request.
  */
-export async function configuredFaultIds(ctx: AppContext, inst: VnfInstanceRecord): Promise<string[]> {
+export async function configuredFaultIds(ctx: AppContext, inst: VnfInstanceRecord, cache?: Map<string, { rev: number; ids: string[] }>): Promise<string[]> {
   const direct = asIdList(inst.metadata?.ServerNotifierFaultID) ?? asIdList(inst.instantiatedVnfInfo?.metadata?.ServerNotifierFaultID);
   if (direct) return direct;
+  const hit = cache?.get(inst.id);
+  if (hit && hit.rev === inst.rev) return hit.ids;
   const row = await ctx.store.db
     .selectFrom('op_occ')
     .select('operation_params')
@@ -78,7 +80,13 @@ export async function configuredFaultIds(ctx: AppContext, inst: VnfInstanceRecor
     .limit(1)
     .executeTakeFirst();
   const ap = (row?.operation_params as { additionalParams?: Record<string, unknown> } | undefined)?.additionalParams;
-  return asIdList(ap?.ServerNotifierFaultID) ?? [];
+  const ids = asIdList(ap?.ServerNotifierFaultID) ?? [];
+  if (cache) {
+    // Every operation bumps the instance's rev, so an entry is never used after a change.
+    if (cache.size >= 10_000) cache.delete(cache.keys().next().value as string);
+    cache.set(inst.id, { rev: inst.rev, ids });
+  }
+  return ids;
 }
 
 function digest(s: string): Buffer {
@@ -116,6 +124,7 @@ export function faultIntakeRoutes(d: FaultIntakeDeps): (app: FastifyInstance) =>
   const { ctx } = d;
   const cfg = ctx.config.faultNotification;
   const rejected = () => ctx.metrics.faultNotifications.inc({ result: 'rejected' });
+  const faultIdCache = new Map<string, { rev: number; ids: string[] }>();
   return async (app) => {
     await app.register(
       async (r) => {
@@ -130,7 +139,7 @@ export function faultIntakeRoutes(d: FaultIntakeDeps): (app: FastifyInstance) =>
         });
         // Every refused notification (auth, schema, unknown ids, disabled receiver) is counted once.
         r.addHook('onResponse', async (_req, reply) => {
-          if (reply.statusCode >= 400) rejected();
+          if (reply.statusCode >= 400 && reply.statusCode < 500) rejected();
         });
         r.post(
           '/vnf_instances/:vnfInstanceId/servers/:serverId/notify',
@@ -148,7 +157,7 @@ export function faultIntakeRoutes(d: FaultIntakeDeps): (app: FastifyInstance) =>
             const bad = (detail: string) => vnfmError('VNFM_ERR_FAULT_INVALID', detail);
             const info = inst.instantiatedVnfInfo;
             if (inst.instantiationState !== 'INSTANTIATED' || !info) throw bad(`VnfInstance ${vnfInstanceId} is not instantiated.`);
-            const faultIds = await configuredFaultIds(ctx, inst);
+            const faultIds = await configuredFaultIds(ctx, inst, faultIdCache);
             if (!faultIds.includes(n.fault_id)) throw bad('fault_id does not match.');
             const res = (info.vnfcResourceInfo ?? []).find((c) => c.computeResource.resourceId === serverId);
             if (!res) throw bad(`target vnfc not found: no VNFC of VnfInstance ${vnfInstanceId} runs on server ${serverId}.`);

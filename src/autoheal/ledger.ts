@@ -290,37 +290,68 @@ export class FaultLedger {
 
   /**
    * Stores an accepted notification and adds its VNFC to the VNF's pending batch (open, waiting
-   * or held), opening a new batch with deadline `now + windowMs` when there is none. One
-   * transaction: either both are stored or neither is.
+   * or held), opening a new batch with deadline `now + windowMs` when there is none. Atomic:
+   * either both are stored or neither is.
+   *
+   * The common case (no waiting or held batch) is ONE statement: an upsert on the "one open
+   * batch per VNF" index plus the ledger insert, so the intake costs little database time. A
+   * batch claimed for firing meanwhile is no longer "open": the upsert then opens a new batch.
+   * A VNF whose batch waits (busy VNF, FAILED_TEMP op) packs into that batch, in a transaction.
    */
   async pack(n: NotificationInput & { vnfcInfoId: string; vnfcResourceInfoId: string }, windowMs: number): Promise<PackResult> {
+    // A waiting/held batch can appear or go between the two paths (claims, releases): try again.
+    for (let i = 0; i < 5; i++) {
+      const r = (await this.packIntoOpen(n, windowMs)) ?? (await this.packIntoPending(n));
+      if (r) return r;
+    }
+    throw vnfmError('VNFM_ERR_INTERNAL', `could not pack the fault notification of VNF instance ${n.vnfInstanceId}; retry`);
+  }
+
+  /** The one-statement path: upsert the open batch and insert the notification; undefined when the VNF has a waiting/held batch. */
+  private async packIntoOpen(n: NotificationInput & { vnfcInfoId: string; vnfcResourceInfoId: string }, windowMs: number): Promise<PackResult | undefined> {
+    const target = { vnfcInfoId: n.vnfcInfoId, vnfcResourceInfoId: n.vnfcResourceInfoId, serverId: n.serverId };
+    const probe = json([{ vnfcInfoId: n.vnfcInfoId, serverId: n.serverId }]);
+    const v = this.notificationValues(n, 'packed', null, null);
+    const res = await sql<Record<string, unknown>>`
+      with b as (
+        insert into autoheal_batch as ab (id, vnf_instance_id, status, deadline, targets, notification_count, notes)
+        select ${randomUUID()}, ${n.vnfInstanceId}, 'open', now() + make_interval(secs => ${windowMs / 1000}::float8), ${json([target])}::jsonb, 1,
+               ${json([note(`opened by a fault notification for server ${n.serverId}`)])}::jsonb
+        -- a VNF with a batch waiting for it (busy, held) packs into that one instead (below)
+        where not exists (select 1 from autoheal_batch w where w.vnf_instance_id = ${n.vnfInstanceId} and w.status in ('waiting', 'held'))
+        on conflict (vnf_instance_id) where status = 'open' do update set
+          targets = case when ab.targets @> ${probe}::jsonb then ab.targets else ab.targets || ${json([target])}::jsonb end,
+          notification_count = ab.notification_count + 1,
+          updated_at = now()
+        returning ab.*, (xmax = 0) as opened
+      ), n as (
+        insert into fault_notification (id, vnf_instance_id, server_id, alarm_id, fault_id, fault_type, host_id, fault_option, vnfc_info_id, vnfc_resource_info_id, status, reason, batch_id, received_by)
+        select ${v.id}, ${v.vnf_instance_id}, ${v.server_id}, ${v.alarm_id}, ${v.fault_id}, ${v.fault_type}, ${v.host_id}, ${v.fault_option}::jsonb, ${v.vnfc_info_id}, ${v.vnfc_resource_info_id}, 'packed',
+          -- sub-statements see the batch as it was before this statement: was the VNFC already in it?
+          case when exists (select 1 from autoheal_batch p where p.id = b.id and p.targets @> ${probe}::jsonb) then 'duplicate: the VNFC is already in the batch' end,
+          b.id, ${v.received_by}
+        from b
+        returning *
+      )
+      select row_to_json(b.*) as batch, row_to_json(n.*) as notification from b, n`.execute(this.db);
+    const row = res.rows[0] as { batch: Record<string, unknown>; notification: Record<string, unknown> } | undefined;
+    if (row) return { notification: notificationFromRow(row.notification), batch: batchFromRow(row.batch), opened: row.batch.opened === true };
+    return undefined;
+  }
+
+  /** Adds a notification to the VNF's waiting or held batch; undefined when there is none any more. */
+  private async packIntoPending(n: NotificationInput & { vnfcInfoId: string; vnfcResourceInfoId: string }): Promise<PackResult | undefined> {
     return this.db.transaction().execute(async (tx) => {
-      let batchRow: Record<string, unknown> | undefined;
-      let opened = false;
-      for (let i = 0; i < 10 && !batchRow; i++) {
-        batchRow = (await tx
-          .selectFrom('autoheal_batch')
-          .selectAll()
-          .where('vnf_instance_id', '=', n.vnfInstanceId)
-          .where('status', 'in', [...PACKABLE_STATUSES])
-          .orderBy('created_at')
-          .limit(1)
-          .forUpdate()
-          .executeTakeFirst()) as Record<string, unknown> | undefined;
-        if (batchRow) break;
-        // No pending batch: open one. A concurrent intake may open it first (unique index):
-        // then this inserts nothing and the next round finds (and locks) that one.
-        const ins = await sql<Record<string, unknown>>`
-          insert into autoheal_batch (id, vnf_instance_id, status, deadline, notes)
-          values (${randomUUID()}, ${n.vnfInstanceId}, 'open', now() + make_interval(secs => ${windowMs / 1000}::float8), ${json([note(`opened by a fault notification for server ${n.serverId}`)])}::jsonb)
-          on conflict (vnf_instance_id) where status = 'open' do nothing
-          returning *`.execute(tx);
-        if (ins.rows[0]) {
-          batchRow = ins.rows[0];
-          opened = true;
-        }
-      }
-      if (!batchRow) throw vnfmError('VNFM_ERR_INTERNAL', `could not pack the fault notification of VNF instance ${n.vnfInstanceId}; retry`);
+      const batchRow = (await tx
+        .selectFrom('autoheal_batch')
+        .selectAll()
+        .where('vnf_instance_id', '=', n.vnfInstanceId)
+        .where('status', 'in', ['waiting', 'held'])
+        .orderBy('created_at')
+        .limit(1)
+        .forUpdate()
+        .executeTakeFirst()) as Record<string, unknown> | undefined;
+      if (!batchRow) return undefined;
       const targets = (batchRow.targets as BatchTarget[]) ?? [];
       const known = targets.some((t) => t.vnfcInfoId === n.vnfcInfoId && t.serverId === n.serverId);
       const nextTargets = known ? targets : [...targets, { vnfcInfoId: n.vnfcInfoId, vnfcResourceInfoId: n.vnfcResourceInfoId, serverId: n.serverId }];
@@ -330,10 +361,9 @@ export class FaultLedger {
         .where('id', '=', batchRow.id as string)
         .returningAll()
         .executeTakeFirstOrThrow();
-      const status = batchRow.status as BatchStatus;
-      const reason = known ? 'duplicate: the VNFC is already in the batch' : status === 'open' ? null : `packed into a ${status} batch`;
+      const reason = known ? 'duplicate: the VNFC is already in the batch' : `packed into a ${String(batchRow.status)} batch`;
       const nrow = await tx.insertInto('fault_notification').values(this.notificationValues(n, 'packed', reason, batchRow.id as string)).returningAll().executeTakeFirstOrThrow();
-      return { notification: notificationFromRow(nrow as unknown as Record<string, unknown>), batch: batchFromRow(updated as unknown as Record<string, unknown>), opened };
+      return { notification: notificationFromRow(nrow as unknown as Record<string, unknown>), batch: batchFromRow(updated as unknown as Record<string, unknown>), opened: false };
     });
   }
 

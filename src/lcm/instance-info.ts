@@ -94,7 +94,11 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     const old = pairs.get(o);
     const id = old?.id ?? randomUUID();
     const storageIds = (o.storageResourceIds ?? []).map((r) => storageIdByResource.get(r)).filter((x): x is string => !!x);
-    const meta: Record<string, unknown> = { ...(old?.metadata ?? {}), ...(o.metadata ?? {}), ...(opts.vnfcMetadata?.[id] ?? {}) };
+    // Hook metadata may be keyed by vnfcResourceInfo id or, for VNFCs created by this very
+    // operation (whose final id is only known now), by the VIM resource id. `null` removes a key.
+    const hookMeta = { ...(opts.vnfcMetadata?.[o.computeResource.resourceId] ?? {}), ...(old ? (opts.vnfcMetadata?.[old.id] ?? {}) : {}) };
+    const meta: Record<string, unknown> = { ...(old?.metadata ?? {}), ...(o.metadata ?? {}), ...hookMeta };
+    for (const [k, v] of Object.entries(hookMeta)) if (v === null) delete meta[k];
     if (o.stableKey) meta.stableKey = o.stableKey;
     delete meta.replacedResourceId;
     const replacedId = old && old.computeResource.resourceId !== o.computeResource.resourceId ? old.computeResource.resourceId : undefined;

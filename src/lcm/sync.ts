@@ -25,8 +25,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Counter } from 'prom-client';
 import type { Logger } from 'pino';
+import { Counter } from 'prom-client';
 import type { AppContext } from '../api/context.ts';
 import { syncRoutes } from '../api/vnflcm/sync-routes.ts';
 import { isVnfmError, vnfmError } from '../errors.ts';
@@ -34,8 +34,8 @@ import type { InfraContext, ObservedResources } from '../infra/infra-driver.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import { vnfcCountAtLevel } from '../packages/vnfd-scaling.ts';
-import { json } from '../store/db.ts';
 import type { PluginHooks } from '../server.ts';
+import { json } from '../store/db.ts';
 import type { Engine } from './engine.ts';
 import { type ResourceChanges, rebuildInstantiatedInfo } from './instance-info.ts';
 import { activeOpOcc, insertOpOcc } from './op-occ-repo.ts';

@@ -46,6 +46,21 @@ export function describeFetchError(e: unknown, timeoutMs: number): string {
   return `request failed: ${err?.cause?.message ?? err?.message ?? String(e)}`;
 }
 
+/**
+ * Runs `fn` with an abort signal that fires after `ms`. An explicit timer (held until `fn` settles)
+ * is used instead of `AbortSignal.timeout`, so the deadline also covers reading the body and
+ * cannot be lost with a collected signal.
+ */
+async function withDeadline<T>(ms: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  const ac = new AbortController();
+  const t = setTimeout(() => ac.abort(new DOMException(`no response within ${ms} ms`, 'TimeoutError')), ms);
+  try {
+    return await fn(ac.signal);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
 function basicHeader(user: string, password: string): string {
   return `Basic ${Buffer.from(`${user}:${password}`, 'utf8').toString('base64')}`;
 }
@@ -107,24 +122,28 @@ export class CallbackAuthenticator {
 
   private async requestToken(o: NonNullable<NotificationCredentials['oauth2']>): Promise<CachedToken> {
     const f = this.opts.fetch ?? fetch;
-    let res: Response;
-    try {
-      res = await f(o.tokenEndpoint, {
-        method: 'POST',
-        headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: basicHeader(o.clientId, o.clientPassword) },
-        body: 'grant_type=client_credentials',
-        redirect: 'manual',
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
-      });
-    } catch (e) {
-      throw new CallbackError(`OAuth2 token endpoint: ${describeFetchError(e, this.opts.timeoutMs)}`);
-    }
-    let body: unknown;
-    try {
-      body = await res.json();
-    } catch {
-      body = undefined;
-    }
+    const timeoutMs = this.opts.timeoutMs;
+    const { res, body } = await withDeadline(timeoutMs, async (signal) => {
+      let r: Response;
+      try {
+        r = await f(o.tokenEndpoint, {
+          method: 'POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json', authorization: basicHeader(o.clientId, o.clientPassword) },
+          body: 'grant_type=client_credentials',
+          redirect: 'manual',
+          signal,
+        });
+      } catch (e) {
+        throw new CallbackError(`OAuth2 token endpoint: ${describeFetchError(e, timeoutMs)}`);
+      }
+      let b: unknown;
+      try {
+        b = await r.json();
+      } catch {
+        b = undefined;
+      }
+      return { res: r, body: b };
+    });
     if (res.status < 200 || res.status > 299) throw new CallbackError(`OAuth2 token endpoint answered HTTP ${res.status}`, res.status);
     const b = (body ?? {}) as { access_token?: unknown; expires_in?: unknown };
     if (typeof b.access_token !== 'string' || b.access_token === '') throw new CallbackError('OAuth2 token endpoint answered without access_token');
@@ -152,21 +171,23 @@ export async function callConsumer(
   const f = req.fetch ?? fetch;
   const once = async (): Promise<CallbackResponse> => {
     const authHeaders = await auth.headers(creds);
-    let res: Response;
-    try {
-      res = await f(req.url, {
-        method: req.method,
-        headers: { ...(req.headers ?? {}), ...authHeaders },
-        ...(req.body !== undefined ? { body: req.body } : {}),
-        redirect: 'manual',
-        signal: AbortSignal.timeout(req.timeoutMs),
-      });
-    } catch (e) {
-      throw new CallbackError(describeFetchError(e, req.timeoutMs));
-    }
-    // Drain the body so the connection can be reused; its content is not needed.
-    await res.arrayBuffer().catch(() => undefined);
-    return { status: res.status };
+    return withDeadline(req.timeoutMs, async (signal) => {
+      let res: Response;
+      try {
+        res = await f(req.url, {
+          method: req.method,
+          headers: { ...(req.headers ?? {}), ...authHeaders },
+          ...(req.body !== undefined ? { body: req.body } : {}),
+          redirect: 'manual',
+          signal,
+        });
+      } catch (e) {
+        throw new CallbackError(describeFetchError(e, req.timeoutMs));
+      }
+      // Drain the body so the connection can be reused; its content is not needed.
+      await res.arrayBuffer().catch(() => undefined);
+      return { status: res.status };
+    });
   };
   const first = await once();
   if (first.status === 401 && auth.canRefresh(creds)) {

@@ -109,7 +109,11 @@ export class Notifier {
     if (v === 'v2') body.verbosity = sub.verbosity === 'SHORT' ? 'SHORT' : 'FULL';
     if (ev.error && ['FAILED_TEMP', 'FAILED', 'ROLLED_BACK'].includes(ev.operationState)) body.error = ev.error;
     if (sub.verbosity !== 'SHORT' && ev.full) {
-      for (const [k, val] of Object.entries(ev.full)) if (val !== undefined && val !== null && !(Array.isArray(val) && val.length === 0)) body[k] = val;
+      for (const [k, val] of Object.entries(ev.full)) {
+        if (val === undefined || val === null || (Array.isArray(val) && val.length === 0)) continue;
+        // SOL 2.6.1 (v1) AffectedVirtualLink names the descriptor `virtualLinkDescId`.
+        body[k] = v === 'v1' && k === 'affectedVirtualLinks' ? (val as Record<string, unknown>[]).map(({ vnfVirtualLinkDescId, ...l }) => ({ ...l, virtualLinkDescId: vnfVirtualLinkDescId })) : val;
+      }
     }
     return body;
   }

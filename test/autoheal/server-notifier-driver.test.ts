@@ -12,9 +12,6 @@ import { AlarmFakeDriver, type AutohealVnfm, type NotifierStub, STUB_TOKEN, type
 let stub: NotifierStub;
 let h: AutohealVnfm;
 let vnfdId: string;
-/** Whether the engine stores hook metadata of VNFCs created by the operation itself (instantiate, scale-out). */
-let engineKeepsNewVnfcMetadata = false;
-const ENGINE_TODO = 'needs the engine to apply vnfcMetadata keyed by server id to VNFCs created by the operation (src/lcm/instance-info.ts)';
 
 async function instantiate(extra: Record<string, unknown> = {}, expect?: string) {
   return instantiateVnf(h.vnfm, vnfdId, { vim: keystoneVim(stub.url), additionalParams: { ServerNotifierUri: stub.url, ServerNotifierFaultID: ['1234', '0002'], ...extra }, ...(expect ? { expect } : {}) });
@@ -77,17 +74,14 @@ describe('Server Notifier alarm registration driver', () => {
     assert.deepEqual(inst.metadata.ServerNotifierFaultID, ['1234', '0002']);
     const logs = h.vnfm.logs.join('');
     assert.ok(!logs.includes(STUB_TOKEN) && !logs.includes('vim-password-xyz'), 'no token or password in the logs');
-    engineKeepsNewVnfcMetadata = vnfcs.every((v) => v.alarmId);
   });
 
-  it('stores the alarm id of each new server in vnfcResourceInfo.metadata.server_notification', async (t) => {
-    if (!engineKeepsNewVnfcMetadata) t.todo(ENGINE_TODO);
+  it('stores the alarm id of each new server in vnfcResourceInfo.metadata.server_notification', async () => {
     const { id, vnfcs } = await instantiate();
     assertRegistrationsMatch(vnfcs, id);
   });
 
-  it('heal: unregisters the target before, registers its new server after; other registrations untouched', async (t) => {
-    if (!engineKeepsNewVnfcMetadata) t.todo(ENGINE_TODO);
+  it('heal: unregisters the target before, registers its new server after; other registrations untouched', async () => {
     const { id, vnfcs } = await instantiate();
     const [x, y, z] = vnfcs as [TestVnfc, TestVnfc, TestVnfc];
     const before = stub.calls.length;
@@ -103,8 +97,7 @@ describe('Server Notifier alarm registration driver', () => {
     assertRegistrationsMatch(after, id);
   });
 
-  it('closes the loop: a fault notification with the registered alarm heals the VNFC and the new server is registered', async (t) => {
-    if (!engineKeepsNewVnfcMetadata) t.todo(ENGINE_TODO);
+  it('closes the loop: a fault notification with the registered alarm heals the VNFC and the new server is registered', async () => {
     const { id, vnfcs } = await instantiate();
     const v = vnfcs[2] as TestVnfc;
     const r = await notify(h.vnfm, id, v.serverId, faultBody(v, { fault_id: '0002' }));
@@ -122,8 +115,7 @@ describe('Server Notifier alarm registration driver', () => {
     assert.equal(stale.statusCode, 400, 'the old server/alarm is no longer accepted');
   });
 
-  it('scale out registers the added server; scale in unregisters the removed one', async (t) => {
-    if (!engineKeepsNewVnfcMetadata) t.todo(ENGINE_TODO);
+  it('scale out registers the added server; scale in unregisters the removed one', async () => {
     const { id } = await instantiate();
     await until(await run('POST', `/vnflcm/v2/vnf_instances/${id}/scale`, { type: 'SCALE_OUT', aspectId: 'VDU1_scale', numberOfSteps: 1 }), 'COMPLETED');
     const out = await vnfcsOf(h.vnfm, id);
@@ -135,8 +127,7 @@ describe('Server Notifier alarm registration driver', () => {
     assertRegistrationsMatch(inn, id);
   });
 
-  it('a failed registration fails the heal; retry finishes it without a duplicate or missing alarm', async (t) => {
-    if (!engineKeepsNewVnfcMetadata) t.todo(ENGINE_TODO);
+  it('a failed registration fails the heal; retry finishes it without a duplicate or missing alarm', async () => {
     const { id, vnfcs } = await instantiate();
     const base = stub.posts;
     stub.failPost = (n) => n === base + 2;
@@ -169,8 +160,7 @@ describe('Server Notifier alarm registration driver', () => {
     assert.equal(mine().length, 0, 'no orphan alarm');
   });
 
-  it('terminate unregisters every server and drops the settings', async (t) => {
-    if (!engineKeepsNewVnfcMetadata) t.todo(ENGINE_TODO);
+  it('terminate unregisters every server and drops the settings', async () => {
     const { id } = await instantiate();
     await until(await run('POST', `/vnflcm/v2/vnf_instances/${id}/terminate`, { terminationType: 'FORCEFUL' }), 'COMPLETED');
     assert.equal([...stub.alarms.values()].filter((a) => a.faultAction.includes(id)).length, 0);

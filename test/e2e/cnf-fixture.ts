@@ -10,13 +10,14 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeClient, type KubeObject } from '../../src/infra/kubernetes/index.ts';
 import { INSTANCE_LABEL } from '../../src/infra/kubernetes/manifests.ts';
-import { setupSync, type SyncOptions } from '../../src/lcm/sync.ts';
+import { type SyncOptions, setupSync } from '../../src/lcm/sync.ts';
 import { type KubernetesSim, startKubernetesSim } from '../../src/sim/kubernetes/index.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
-import { ROOT, csarOf } from '../helpers/packages.ts';
+import { csarOf, ROOT } from '../helpers/packages.ts';
 
-/** Body of an API answer (parsed JSON, or null when empty). */
-export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+/** Body of an API answer (parsed JSON; `{}` when empty). */
+// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON read by assertions
+export type Json = Record<string, any>;
 
 /** One HTTP answer. */
 export interface Reply {
@@ -61,10 +62,10 @@ export async function startCnfEnv(opts: { kubeletDelayMs?: number; sync?: Partia
     const api = async (method: string, path: string, body?: unknown): Promise<Reply> => {
       const headers: Record<string, string> = {};
       if (path.startsWith('/vnflcm/v2')) headers.version = '2.0.0';
-      let payload: string | Buffer | undefined;
+      let payload: string | Uint8Array<ArrayBuffer> | undefined;
       if (Buffer.isBuffer(body)) {
         headers['content-type'] = 'application/zip';
-        payload = body;
+        payload = new Uint8Array(body);
       } else if (body !== undefined) {
         headers['content-type'] = 'application/json';
         payload = JSON.stringify(body);

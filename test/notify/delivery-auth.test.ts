@@ -5,7 +5,7 @@ import { json } from '../../src/store/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { type NotifyVnfm, type Receiver, V2, drainAll, facts, notifyVnfm, opEvent, startReceiver } from './fixture.ts';
 
-describe('notification delivery: authentication and API-produced notifications', () => {
+describe('notification delivery: authentication and API-produced notifications', { timeout: 60_000 }, () => {
   let rx: Receiver;
   let vnfm: NotifyVnfm;
 
@@ -96,6 +96,29 @@ describe('notification delivery: authentication and API-produced notifications',
     const logs = vnfm.logs.join('');
     assert.ok(!logs.includes('0auth-Secret') && !logs.includes('wrong-Secret'));
     for (const t of valid) assert.ok(!logs.includes(t), 'tokens are not logged');
+  });
+
+  it('a consumer that does not answer within timeoutMs counts as a failed attempt', async () => {
+    rx.handlers.set('/slow', async () => {
+      await new Promise((r) => setTimeout(r, 1500));
+      return 204;
+    });
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const res = await subscribe('v2', { callbackUri: `${rx.url}/slow`, filter: { vnfInstanceSubscriptionFilter: { vnfdIds: [vnfdId] } } });
+    assert.equal(res.statusCode, 201, res.body);
+    const impatient = await notifyVnfm({ store: vnfm.store, config: { notifications: { timeoutMs: 300, maxAttempts: 3, backoffMs: 20, maxBackoffMs: 50 } } });
+    try {
+      await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(facts({ vnfdId })));
+      const t0 = Date.now();
+      assert.equal(await impatient.notify.worker.drainOnce(), 1);
+      assert.ok(Date.now() - t0 < 1400, 'the attempt was cut at the timeout');
+      const [row] = await rows(res.json().id);
+      assert.equal(row?.status, 'PENDING');
+      assert.equal(row?.attempts, 1);
+      assert.equal(row?.last_error, 'no response within 300 ms');
+    } finally {
+      await impatient.close();
+    }
   });
 
   it('VnfIdentifierCreation/Deletion notifications from the LCM API reach v1 and v2 subscribers in their shape', async () => {

@@ -58,7 +58,8 @@ export function instanceToApi(i: VnfInstanceRecord, v: ApiVersion, publicUrl: st
 function instantiatedInfoToV1(info: NonNullable<VnfInstanceRecord['instantiatedVnfInfo']>): Record<string, unknown> {
   const { vnfVirtualLinkResourceInfo, vnfcInfo, maxScaleLevels, ...rest } = info;
   const out: Record<string, unknown> = { ...rest };
-  if (vnfVirtualLinkResourceInfo) out.virtualLinkResourceInfo = vnfVirtualLinkResourceInfo.map(({ vnfVirtualLinkDescId, ...l }) => ({ ...l, virtualLinkDescId: vnfVirtualLinkDescId }));
+  // SOL 2.6.1 names the array virtualLinkResourceInfo; its entries keep vnfVirtualLinkDescId.
+  if (vnfVirtualLinkResourceInfo) out.virtualLinkResourceInfo = vnfVirtualLinkResourceInfo;
   if (info.vnfcResourceInfo) out.vnfcResourceInfo = info.vnfcResourceInfo.map((r) => ({ ...r, ...(r.storageResourceIds?.length ? {} : { storageResourceIds: undefined }) }));
   if (info.extCpInfo && info.extCpInfo.length === 0) delete out.extCpInfo;
   void vnfcInfo;
@@ -91,10 +92,19 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
     isCancelPending: o.isCancelPending,
     cancelMode: o.cancelMode ?? undefined,
     error: o.error ?? undefined,
-    resourceChanges: o.resourceChanges ?? undefined,
+    resourceChanges: (v === 'v1' ? resourceChangesToV1(o.resourceChanges) : o.resourceChanges) ?? undefined,
     changedInfo: o.changedInfo ?? undefined,
     _links: links,
   });
+}
+
+/** SOL 2.6.1 AffectedVirtualLink says `virtualLinkDescId` where 3.x says `vnfVirtualLinkDescId`. */
+export function resourceChangesToV1(rc: Record<string, unknown> | null): Record<string, unknown> | null {
+  if (!rc || !Array.isArray(rc.affectedVirtualLinks)) return rc;
+  return {
+    ...rc,
+    affectedVirtualLinks: (rc.affectedVirtualLinks as Record<string, unknown>[]).map(({ vnfVirtualLinkDescId, ...l }) => ({ ...l, virtualLinkDescId: vnfVirtualLinkDescId })),
+  };
 }
 
 /** Attributes excluded by default in list responses (SOL013 exclude_default). */

@@ -119,7 +119,7 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     return settingsOf(ctx, journal) !== undefined;
   }
 
-  async run(ctx: MgmtContext): Promise<MgmtResult | void> {
+  async run(ctx: MgmtContext): Promise<MgmtResult | undefined> {
     const journal: Journal = (ctx.state.serverNotifier as Journal | undefined) ?? { entries: {} };
     ctx.state.serverNotifier = journal;
     const settings = settingsOf(ctx, journal);
