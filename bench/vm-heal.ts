@@ -35,6 +35,8 @@ const HEALS = num('heals', 50);
 const REAL_RUNS = num('real-runs', 3);
 const WITH_HOOKS = argv.includes('--with-hooks');
 const H = { version: '2.0.0' };
+// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON here
+type Json = Record<string, any>;
 const round = (x: number): number => Math.round(x * 10) / 10;
 
 function pct(xs: readonly number[], p: number): number {
@@ -97,12 +99,12 @@ function packageZip(): Buffer {
   return zip;
 }
 
-async function call(vnfm: Vnfm, method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown): Promise<{ status: number; body: any; headers: Record<string, unknown> }> {
+async function call(vnfm: Vnfm, method: 'GET' | 'POST' | 'PUT', url: string, payload?: unknown): Promise<{ status: number; body: Json; headers: Record<string, unknown> }> {
   const r = await vnfm.app.inject({ method, url, headers: url.startsWith('/vnflcm/v2') ? H : {}, ...(payload === undefined ? {} : { payload: payload as object }) });
   return { status: r.statusCode, body: r.body ? JSON.parse(r.body) : null, headers: r.headers };
 }
 
-async function waitDone(vnfm: Vnfm, opId: string, timeoutMs: number): Promise<any> {
+async function waitDone(vnfm: Vnfm, opId: string, timeoutMs: number): Promise<Json> {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const r = await call(vnfm, 'GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`);

@@ -96,6 +96,19 @@ export interface VnfmConfig {
     /** Bearer token, or 'user:password' for basic. */
     credential: string | undefined;
   };
+  /** Drift sync: re-observe instances and adopt what the VIM replaced by itself (see src/lcm/sync.ts). */
+  sync: {
+    /** Period of the background sync; 0 = off (the `/sync` endpoint still works). @default 300000 */
+    intervalMs: number;
+    /** Delay before the first background run. @default 60000 */
+    initialDelayMs: number;
+    /** VIM types the background sync visits. @default ['ETSINFV.KUBERNETES.V_1'] */
+    vimTypes: string[];
+    /** Observations while a replacement is in flight. @default 4 */
+    settleAttempts: number;
+    /** @default 1000 */
+    settleDelayMs: number;
+  };
   /** Timeouts of VIM operations. */
   vim: {
     /** Heat stack operation timeout. @default 1200000 */
@@ -134,6 +147,7 @@ export function defaultConfig(): VnfmConfig {
       asyncTimeoutMs: 60_000,
     },
     faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
+    sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000 },
   };
 }
@@ -163,6 +177,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
   VNFM_GRANT_CLIENT_ID: ['grants.clientId', 'string'],
   VNFM_GRANT_CLIENT_SECRET: ['grants.clientSecret', 'string'],
+  VNFM_SYNC_INTERVAL_MS: ['sync.intervalMs', 'number'],
   VNFM_FAULT_WINDOW_MS: ['faultNotification.windowMs', 'number'],
   VNFM_FAULT_AUTH: ['faultNotification.auth', 'string'],
   VNFM_FAULT_CREDENTIAL: ['faultNotification.credential', 'string'],
@@ -252,6 +267,8 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!cfg.faultNotification.prefix.startsWith('/')) throw new ConfigError('faultNotification.prefix must start with /');
   if (cfg.faultNotification.windowMs < 0) throw new ConfigError('faultNotification.windowMs must be >= 0');
   if (cfg.databaseUrl && !/^postgres(ql)?:\/\//.test(cfg.databaseUrl)) throw new ConfigError('databaseUrl must be a postgres:// URL');
+  for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) if (!(cfg.sync[k] >= 0)) throw new ConfigError(`sync.${k} must be >= 0`);
+  if (!Number.isInteger(cfg.sync.settleAttempts) || cfg.sync.settleAttempts < 1) throw new ConfigError('sync.settleAttempts must be an integer >= 1');
   if (!cfg.runner.workerId) cfg.runner.workerId = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   if (!cfg.publicUrl) cfg.publicUrl = `http://${cfg.host === '0.0.0.0' ? '127.0.0.1' : cfg.host}:${cfg.port}`;
   cfg.publicUrl = cfg.publicUrl.replace(/\/+$/, '');

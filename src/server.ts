@@ -8,6 +8,7 @@ import { buildApp } from './api/app.ts';
 import type { AppContext } from './api/context.ts';
 import { VnfmMetrics } from './api/metrics.ts';
 import { setupEngine } from './lcm/engine.ts';
+import { setupSync } from './lcm/sync.ts';
 import { setupSimCloud } from './sim-cloud.ts';
 import { InstanceService } from './lcm/instance-service.ts';
 import { type Logger, createLogger } from './logger.ts';
@@ -62,7 +63,7 @@ export function buildContext(config: VnfmConfig, store: Store, log: Logger): App
 
 /** The modules every VNFM runs (engine, notifications, auto-heal, simulated cloud). */
 function builtinPlugins(): VnfmPlugin[] {
-  return [setupEngine, setupSimCloud];
+  return [setupEngine, setupSync, setupSimCloud];
 }
 
 /** Starts the VNFM with the given config. */

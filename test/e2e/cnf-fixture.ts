@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { KubeClient, type KubeObject } from '../../src/infra/kubernetes/index.ts';
 import { INSTANCE_LABEL } from '../../src/infra/kubernetes/manifests.ts';
-import { type SyncOptions, setupSync } from '../../src/lcm/sync.ts';
+import type { SyncOptions } from '../../src/lcm/sync.ts';
 import { type KubernetesSim, startKubernetesSim } from '../../src/sim/kubernetes/index.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { csarOf, ROOT } from '../helpers/packages.ts';
@@ -55,8 +55,7 @@ export async function startCnfEnv(opts: { kubeletDelayMs?: number; sync?: Partia
   try {
     vnfm = await testVnfm({
       listen: true,
-      config: { runner: { pollMs: 100 }, vim: { kubernetesWaitMs: 30_000 } },
-      plugins: [(ctx) => setupSync(ctx, { intervalMs: 0, settleAttempts: 10, settleDelayMs: 200, ...(opts.sync ?? {}) })],
+      config: { runner: { pollMs: 100 }, vim: { kubernetesWaitMs: 30_000 }, sync: { intervalMs: 0, settleAttempts: 10, settleDelayMs: 200, ...(opts.sync ?? {}) } },
     });
     const v = vnfm;
     const api = async (method: string, path: string, body?: unknown): Promise<Reply> => {

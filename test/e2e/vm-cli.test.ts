@@ -7,8 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { TackerCli, ensureTackerCli } from '../helpers/tacker-cli.ts';
-import { EXT_VLS, type Json, type VmEnv, getInstance, notificationsOf, serversOf, startVmEnv, waitOp } from './vm-fixture.ts';
+import { ensureTackerCli, TackerCli } from '../helpers/tacker-cli.ts';
+import { EXT_VLS, getInstance, type Json, notificationsOf, serversOf, startVmEnv, type VmEnv, waitOp } from './vm-fixture.ts';
 
 const skip = ensureTackerCli();
 if (skip) console.log(`# skipping the VM heal CLI test: ${skip}`);

@@ -14,10 +14,11 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
-import { ROOT, SHARED, csarOf } from '../helpers/packages.ts';
+import { csarOf, ROOT, SHARED } from '../helpers/packages.ts';
 
 /** Body of an API answer (parsed JSON, or `{}` when empty). */
-export type Json = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
+// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON in scenario tests
+export type Json = Record<string, any>;
 
 /** One HTTP answer. */
 export interface Reply {

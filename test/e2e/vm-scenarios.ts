@@ -8,16 +8,16 @@
  * steps on one instance while the simulator file uses a fresh instance per test.
  */
 import assert from 'node:assert/strict';
-import { checkEtsi, expectEtsiValid } from '../helpers/etsi.ts';
+import { expectEtsiValid } from '../helpers/etsi.ts';
 import {
-  type Json,
-  type VmEnv,
   getInstance,
+  type Json,
   notificationBodies,
   notificationsOf,
   request,
   serversOf,
   stackOf,
+  type VmEnv,
   vnfcsOf,
   volumesOf,
   waitOp,
@@ -34,35 +34,11 @@ function levelOf(inst: Json, aspectId = 'VDU1_scale'): number | undefined {
   return ((inst.instantiatedVnfInfo.scaleStatus ?? []) as Json[]).find((s) => s.aspectId === aspectId)?.scaleLevel as number | undefined;
 }
 
-/**
- * Known v1 conformance gap (outside the heal path): the v1 facade names the virtual link
- * descriptor id `virtualLinkDescId` in `instantiatedVnfInfo.virtualLinkResourceInfo` and
- * `vnfVirtualLinkDescId` in `resourceChanges.affectedVirtualLinks`, where SOL003 2.6.1 wants it
- * the other way round. Recorded in {@link knownV1Gaps} (asserted by a `todo` test) instead of
- * failing every heal scenario; any other v1 violation fails at once.
- */
-const KNOWN_V1_GAPS = [
-  { path: /^\/instantiatedVnfInfo\/virtualLinkResourceInfo\/\d+$/, missing: 'vnfVirtualLinkDescId' },
-  { path: /^\/resourceChanges\/affectedVirtualLinks\/\d+$/, missing: 'virtualLinkDescId' },
-];
-
-/** Every occurrence of the known v1 gap seen so far, as `<schema> <path> missing <property>`. */
-export const knownV1Gaps: string[] = [];
-
-/** ETSI v1 (SOL003 2.6.1) validation, tolerating only {@link KNOWN_V1_GAPS}. */
-export function expectV1Valid(schemaName: string, body: unknown): void {
-  const r = checkEtsi('v1', schemaName, body);
-  if (r.valid) return;
-  const known = (e: { path: string; params: Record<string, unknown> }) => KNOWN_V1_GAPS.some((k) => k.path.test(e.path) && e.params.missingProperty === k.missing);
-  if (!r.errors.every(known)) expectEtsiValid('v1', schemaName, body);
-  for (const e of r.errors) knownV1Gaps.push(`${schemaName} ${e.path} missing ${String(e.params.missingProperty)}`);
-}
-
 /** Both API views of the instance validate against ETSI; returns the v2 body. */
 export async function validInstance(env: VmEnv, id: string): Promise<Json> {
   const v2 = await getInstance(env, id, 'v2');
   expectEtsiValid('v2', 'VnfInstance', v2);
-  expectV1Valid('VnfInstance', await getInstance(env, id, 'v1'));
+  expectEtsiValid('v1', 'VnfInstance', await getInstance(env, id, 'v1'));
   return v2;
 }
 
@@ -71,7 +47,7 @@ export async function validOpOcc(env: VmEnv, opId: string): Promise<Json> {
   const r2 = await env.api('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`);
   const r1 = await env.api('GET', `/vnflcm/v1/vnf_lcm_op_occs/${opId}`);
   expectEtsiValid('v2', 'VnfLcmOpOcc', r2.body);
-  expectV1Valid('VnfLcmOpOcc', r1.body);
+  expectEtsiValid('v1', 'VnfLcmOpOcc', r1.body);
   for (const n of await notificationBodies(env, opId)) expectEtsiValid('v2', 'VnfLcmOperationOccurrenceNotification', n);
   return r2.body;
 }

@@ -26,7 +26,7 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
   });
   const store = opts.store ?? (await testStore());
   const port = opts.listen ? await freePort() : 9890;
-  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, ...(opts.config ?? {}) } as ConfigInput });
+  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, ...(opts.config ?? {}) } as ConfigInput });
   const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}) });
   return {
     ...vnfm,

@@ -5,7 +5,7 @@ import { json } from '../../src/store/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { type NotifyVnfm, type Receiver, V2, drainAll, facts, notifyVnfm, opEvent, startReceiver } from './fixture.ts';
 
-describe('notification delivery: authentication and API-produced notifications', { timeout: 60_000 }, () => {
+describe('notification delivery: authentication and API-produced notifications', { timeout: 120_000 }, () => {
   let rx: Receiver;
   let vnfm: NotifyVnfm;
 

@@ -8,7 +8,7 @@ import { type NotifyVnfm, type Receiver, V2, facts, notifyVnfm, opEvent, startRe
 
 const CONFIG = { notifications: { testCallback: true, timeoutMs: 5000, maxAttempts: 4, backoffMs: 20, maxBackoffMs: 80 } };
 
-describe('notification delivery', { timeout: 60_000 }, () => {
+describe('notification delivery', { timeout: 120_000 }, () => {
   let rx: Receiver;
   let vnfm: NotifyVnfm;
 
@@ -237,7 +237,7 @@ async function twoWorkers(vnfm: NotifyVnfm, rx: Receiver): Promise<void> {
   for (const s of subs) for (const r of await rows(s)) assert.equal(r.attempts, 1);
 }
 
-describe('notification delivery on PostgreSQL (VNFM_TEST_PG_URL)', { timeout: 60_000, skip: process.env.VNFM_TEST_PG_URL ? false : 'VNFM_TEST_PG_URL is not set' }, () => {
+describe('notification delivery on PostgreSQL (VNFM_TEST_PG_URL)', { timeout: 120_000, skip: process.env.VNFM_TEST_PG_URL ? false : 'VNFM_TEST_PG_URL is not set' }, () => {
   it('two workers on one PostgreSQL database deliver every row exactly once, in order per subscription', async () => {
     const store = await testPgStore();
     assert.ok(store);

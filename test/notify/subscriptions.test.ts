@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { type NotifyVnfm, type Receiver, V2, facts, notifyVnfm, opEvent, startReceiver } from './fixture.ts';
 
-describe('LCCN subscriptions API', { timeout: 60_000 }, () => {
+describe('LCCN subscriptions API', { timeout: 120_000 }, () => {
   let rx: Receiver;
   let vnfm: NotifyVnfm;
 
