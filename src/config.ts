@@ -96,6 +96,23 @@ export interface VnfmConfig {
     /** Bearer token, or 'user:password' for basic. */
     credential: string | undefined;
   };
+  /** Auto-heal packing and storm guard (see docs/auto-heal.md). */
+  autoheal: {
+    /** Max unhealthy VNFCs of one VNF healed at once: a count or a percentage string ('40%'). @default '100%' */
+    maxUnhealthy: number | string;
+    /** Automatic heals of one VNFC allowed within frequencyPeriodMs. @default 10 */
+    maxHealsPerVnfc: number;
+    /** @default 600000 */
+    frequencyPeriodMs: number;
+    /** Sweep period firing due batches. @default 1000 */
+    sweepMs: number;
+    /** Claim lease of a batch. @default 30000 */
+    leaseMs: number;
+    /** Retry delay of a batch waiting for a busy VNF. @default 5000 */
+    busyRetryMs: number;
+    /** Batches fired in parallel by one process. @default 8 */
+    concurrency: number;
+  };
   /** Drift sync: re-observe instances and adopt what the VIM replaced by itself (see src/lcm/sync.ts). */
   sync: {
     /** Period of the background sync; 0 = off (the `/sync` endpoint still works). @default 300000 */
@@ -147,6 +164,7 @@ export function defaultConfig(): VnfmConfig {
       asyncTimeoutMs: 60_000,
     },
     faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
+    autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8 },
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000 },
   };
@@ -177,6 +195,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
   VNFM_GRANT_CLIENT_ID: ['grants.clientId', 'string'],
   VNFM_GRANT_CLIENT_SECRET: ['grants.clientSecret', 'string'],
+  VNFM_AUTOHEAL_MAX_UNHEALTHY: ['autoheal.maxUnhealthy', 'string'],
   VNFM_SYNC_INTERVAL_MS: ['sync.intervalMs', 'number'],
   VNFM_FAULT_WINDOW_MS: ['faultNotification.windowMs', 'number'],
   VNFM_FAULT_AUTH: ['faultNotification.auth', 'string'],

@@ -7,6 +7,8 @@ import type { VnfmConfig } from './config.ts';
 import { buildApp } from './api/app.ts';
 import type { AppContext } from './api/context.ts';
 import { VnfmMetrics } from './api/metrics.ts';
+import { setupNotifications } from './api/vnflcm/subscription-routes.ts';
+import { setupAutoheal } from './autoheal/index.ts';
 import { setupEngine } from './lcm/engine.ts';
 import { setupSync } from './lcm/sync.ts';
 import { setupSimCloud } from './sim-cloud.ts';
@@ -38,6 +40,8 @@ export interface StartOptions {
   noListen?: boolean;
   /** Extra modules wired after the built-in ones and before the app is built. */
   plugins?: VnfmPlugin[];
+  /** Built-in modules to leave out (tests that wire their own variant). The engine is always on. */
+  without?: BuiltinName[];
 }
 
 /** A module that adds routes/workers to the VNFM; may return start/stop hooks. */
@@ -61,9 +65,23 @@ export function buildContext(config: VnfmConfig, store: Store, log: Logger): App
   return { config, store, log, box, metrics, notifier, vims, packages, instances, lcmRoutes: [], extraRoutes: [] };
 }
 
+/** Names of the optional built-in modules. */
+export type BuiltinName = 'sync' | 'notifications' | 'autoheal' | 'sim';
+
 /** The modules every VNFM runs (engine, notifications, auto-heal, simulated cloud). */
-function builtinPlugins(): VnfmPlugin[] {
-  return [setupEngine, setupSync, setupSimCloud];
+function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
+  const notifications: VnfmPlugin = (ctx) => {
+    const n = setupNotifications(ctx);
+    ctx.notifier.onQueued(() => n.worker.wake());
+    return { start: () => n.worker.start(), stop: () => n.worker.stop() };
+  };
+  const optional: [BuiltinName, VnfmPlugin][] = [
+    ['sync', setupSync],
+    ['notifications', notifications],
+    ['autoheal', setupAutoheal],
+    ['sim', setupSimCloud],
+  ];
+  return [setupEngine, ...optional.filter(([n]) => !without.includes(n)).map(([, p]) => p)];
 }
 
 /** Starts the VNFM with the given config. */
@@ -74,7 +92,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
   const ctx = buildContext(config, store, log);
   const closers: (() => Promise<void>)[] = [];
   const hooks: PluginHooks[] = [];
-  for (const p of [...builtinPlugins(), ...(opts.plugins ?? [])]) {
+  for (const p of [...builtinPlugins(opts.without), ...(opts.plugins ?? [])]) {
     const h = p(ctx);
     if (h) hooks.push(h);
   }

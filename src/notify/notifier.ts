@@ -84,17 +84,24 @@ export function matchesSubscription(filter: SubscriptionFilter | null | undefine
 
 /** Builds notification bodies and writes them to the outbox. */
 export class Notifier {
+  private listener: (() => void) | undefined;
+
   constructor(private readonly publicUrl: () => string) {}
 
+  /** Called (shortly after) whenever notifications were queued, so delivery starts without waiting for a poll. */
+  onQueued(fn: () => void): void {
+    this.listener = fn;
+  }
+
   /** The body sent to one subscription. */
-  build(ev: LcmEvent, sub: { id: string; api_version: string; verbosity: string }): Record<string, unknown> {
+  build(ev: LcmEvent, sub: { id: string; api_version: string; verbosity: string }, notificationId: string = randomUUID()): Record<string, unknown> {
     const v = sub.api_version === 'v1' ? 'v1' : 'v2';
     const base = `${this.publicUrl()}/vnflcm/${v}`;
     const links: Record<string, { href: string }> = {
       vnfInstance: { href: `${base}/vnf_instances/${ev.instance.id}` },
       subscription: { href: `${base}/subscriptions/${sub.id}` },
     };
-    const common = { id: randomUUID(), notificationType: ev.kind, subscriptionId: sub.id, timeStamp: new Date().toISOString(), vnfInstanceId: ev.instance.id };
+    const common = { id: notificationId, notificationType: ev.kind, subscriptionId: sub.id, timeStamp: new Date().toISOString(), vnfInstanceId: ev.instance.id };
     if (ev.kind !== 'VnfLcmOperationOccurrenceNotification') return { ...common, _links: links };
     links.vnfLcmOpOcc = { href: `${base}/vnf_lcm_op_occs/${ev.opOccId}` };
     const body: Record<string, unknown> = {
@@ -122,11 +129,15 @@ export class Notifier {
   async enqueue(tx: Kysely<Database> | Transaction<Database>, ev: LcmEvent): Promise<number> {
     const subs = await tx.selectFrom('subscription').select(['id', 'api_version', 'verbosity', 'filter']).execute();
     let n = 0;
+    // One notification, one id, whichever subscriptions receive it.
+    const notificationId = randomUUID();
     for (const s of subs) {
       if (!matchesSubscription(s.filter as SubscriptionFilter | null, ev)) continue;
-      await tx.insertInto('outbox').values({ subscription_id: s.id, notification: json(this.build(ev, s)), status: 'PENDING', attempts: 0, next_attempt_at: new Date() }).execute();
+      await tx.insertInto('outbox').values({ subscription_id: s.id, notification: json(this.build(ev, s, notificationId)), status: 'PENDING', attempts: 0, next_attempt_at: new Date() }).execute();
       n++;
     }
+    // The caller's transaction commits right after; a short delay lets it land before the worker looks.
+    if (n > 0 && this.listener) setTimeout(this.listener, 20).unref();
     return n;
   }
 }

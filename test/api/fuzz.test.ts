@@ -13,7 +13,6 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setupNotifications } from '../../src/api/vnflcm/subscription-routes.ts';
 import { buildCsarFromFiles } from '../../src/packages/csar-reader.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { FAKE_VIM, FakeDriver } from '../helpers/fake-driver.ts';
@@ -302,6 +301,7 @@ function lcmEndpoints(v: 'v1' | 'v2'): Endpoint[] {
         required: [],
       },
     },
+    ...(v === 'v2' ? [{ method: 'POST', route: `${p}/vnf_instances/:id/sync`, targets: [{ ...notInst, refusesAnything: true }, ...unknownIds()] } as Endpoint] : []),
     { method: 'GET', route: `${p}/vnf_lcm_op_occs`, list: true },
     { method: 'GET', route: `${p}/vnf_lcm_op_occs/:id`, targets: unknownIds() },
     ...(['retry', 'rollback', 'fail'] as const).map(
@@ -602,7 +602,7 @@ function servedRoutes(): string[] {
 before(async () => {
   fake = new FakeDriver();
   vnfm = await testVnfm({
-    plugins: [(ctx) => ctx.engine?.drivers.register(fake), (ctx) => void setupNotifications(ctx)],
+    plugins: [(ctx) => ctx.engine?.drivers.register(fake)],
     config: { maxBodyBytes: MAX_BODY, maxPackageBytes: MAX_PACKAGE, runner: { pollMs: 50, leaseMs: 2000, concurrency: 4, workerId: 'fuzz' } },
   });
   const pkg = await onboard(vnfm.app, csarOf(join(ROOT, 'samples/vm-basic')), () => vnfm.ctx.packages.idle());

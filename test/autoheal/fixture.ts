@@ -142,6 +142,7 @@ export async function startAutohealVnfm(o: StartOptions = {}): Promise<AutohealV
   const vnfm = await testVnfm({
     ...(o.store ? { store: o.store } : {}),
     ...(o.listen ? { listen: true } : {}),
+    without: ['autoheal'],
     plugins: [
       (ctx) => {
         ctx.engine?.drivers.register(fake);

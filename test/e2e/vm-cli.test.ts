@@ -60,7 +60,12 @@ function vdu1Resources(inst: Json): Json[] {
   return (inst.instantiatedVnfInfo.vnfcResourceInfo as Json[]).filter((r) => r.vduId === 'VDU1');
 }
 
-describe('openstack vnflcm (real python-tackerclient): VM heal on the simulated OpenStack', { skip }, () => {
+describe('openstack vnflcm (real python-tackerclient): VM heal on the simulated OpenStack', () => {
+  if (skip) {
+    // one visible skipped test (a skipped suite alone would count as zero tests)
+    it('runs the Tacker CLI against the VNFM', { skip }, () => undefined);
+    return;
+  }
   let id = '';
   let healOp = '';
 

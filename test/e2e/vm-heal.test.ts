@@ -19,11 +19,12 @@ after(async () => {
 });
 
 describe('VM heal e2e (simulated OpenStack)', () => {
-  it('instantiates on the default VIM, then heals one VNFC per API version: only that server is replaced', async () => {
+  it('instantiates on the default VIM, then heals one VNFC (v2, v1, v2 with its volume): only that server is replaced', async () => {
     const id = await instantiated(env, 'v2', 'vm-e2e-vnfc');
     await checkInstantiated(env, id);
     await healOneVnfc(env, id, { v: 'v2', vduId: 'VDU1' }); // a scaling group member (nested stack)
     await healOneVnfc(env, id, { v: 'v1', vduId: 'VDU2' }); // a top-level server
+    await healOneVnfc(env, id, { v: 'v2', vduId: 'VDU1', storage: true }); // with its volume (all: true)
   });
 
   it('v1 heal of the entire VNF (`{}`) re-creates the stack: new stack id, servers and volumes', async () => {

@@ -16,7 +16,12 @@ import { checkInstantiated, failedHealThenRetry, healEntire, healOneVnfc, scaleO
 const reason = await realHeatSkipReason();
 if (reason !== undefined) console.log(`# SKIP VM heal e2e on real Heat: ${reason}`);
 
-describe('VM heal e2e (real Keystone + Heat)', { skip: reason ?? false, timeout: 900_000 }, () => {
+describe('VM heal e2e (real Keystone + Heat)', { timeout: 900_000 }, () => {
+  if (reason !== undefined) {
+    // one visible skipped test (a skipped suite alone would count as zero tests)
+    it('runs the VM heal scenarios against a real Heat', { skip: reason }, () => undefined);
+    return;
+  }
   let env: VmEnv;
   const created: string[] = [];
   let v2Id = '';
@@ -50,9 +55,9 @@ describe('VM heal e2e (real Keystone + Heat)', { skip: reason ?? false, timeout:
     await timed('VNFC heal (v1, VDU2)', () => healOneVnfc(env, v2Id, { v: 'v1', vduId: 'VDU2' }));
   });
 
-  it('heals after a scale-out: member count and scale level kept', async () => {
+  it('heals after a scale-out (with the VNFC volume): member count and scale level kept', async () => {
     await timed('scale out', () => scaleOut(env, v2Id));
-    await timed('VNFC heal after scale-out', () => healOneVnfc(env, v2Id, { v: 'v2', vduId: 'VDU1' }));
+    await timed('VNFC + volume heal after scale-out', () => healOneVnfc(env, v2Id, { v: 'v2', vduId: 'VDU1', storage: true }));
   });
 
   it('a heal whose Heat wait fails goes FAILED_TEMP; retry completes it', async () => {

@@ -85,16 +85,18 @@ export async function checkInstantiated(env: VmEnv, id: string): Promise<Json> {
 /**
  * Heals the first VNFC of `vduId` (v2: by vnfcInfo id; v1: by vnfcResourceInfo id) and checks
  * that exactly that server was replaced: new physical id, same VNFC ids, every other Heat
- * resource (servers, ports, volumes, networks, member stacks) untouched, same stack.
+ * resource (servers, ports, volumes, networks, member stacks) untouched, same stack. With
+ * `storage` (v2 `additionalParams.all: true` next to the VNFC id) the VNFC's volume is replaced
+ * too, and nothing else.
  */
-export async function healOneVnfc(env: VmEnv, id: string, opts: { v: 'v1' | 'v2'; vduId: string }): Promise<Json> {
+export async function healOneVnfc(env: VmEnv, id: string, opts: { v: 'v1' | 'v2'; vduId: string; storage?: boolean }): Promise<Json> {
   const before = await getInstance(env, id);
   const target = vnfcsOf(before, opts.vduId)[0];
   assert.ok(target, `a ${opts.vduId} VNFC`);
   const stack = stackOf(before);
   const heatBefore = await env.heat.physicalIds(stack.name, stack.id);
   const vnfcInstanceId = opts.v === 'v2' ? target.info.id : target.res.id;
-  const opId = await request(env, opts.v, id, 'heal', { vnfcInstanceId: [vnfcInstanceId], cause: 'e2e: one VNFC' });
+  const opId = await request(env, opts.v, id, 'heal', { vnfcInstanceId: [vnfcInstanceId], cause: 'e2e: one VNFC', ...(opts.storage ? { additionalParams: { all: true } } : {}) });
   const occ = await waitOp(env, opId, 'COMPLETED', opts.v);
   assert.equal(occ.operation, 'HEAL');
   assert.deepEqual(await notificationsOf(env, opId), STRAIGHT);
@@ -110,7 +112,21 @@ export async function healOneVnfc(env: VmEnv, id: string, opts: { v: 'v1' | 'v2'
   const newServer = s1.get(target.res.id) as string;
   assert.notEqual(newServer, oldServer, 'the healed VNFC runs on a new server');
   for (const [rid, srv] of s0) if (rid !== target.res.id) assert.equal(s1.get(rid), srv, `VNFC ${rid} untouched`);
-  assert.deepEqual(volumesOf(after), volumesOf(before), 'volumes kept (no storage heal requested)');
+  const ownVolumes = new Set<string>(target.res.storageResourceIds ?? []);
+  const vol0 = volumesOf(before);
+  const vol1 = volumesOf(after);
+  assert.deepEqual([...vol1.keys()].sort(), [...vol0.keys()].sort(), 'virtualStorageResourceInfo ids stable');
+  for (const [sid, vol] of vol0) {
+    if (opts.storage && ownVolumes.has(sid)) assert.notEqual(vol1.get(sid), vol, `the healed VNFC's volume ${sid} is new`);
+    else assert.equal(vol1.get(sid), vol, `volume ${sid} kept`);
+  }
+  if (opts.storage) {
+    assert.ok(ownVolumes.size > 0, 'the target has a volume');
+    assert.deepEqual(
+      (v2occ.resourceChanges.affectedVirtualStorages as Json[]).map((a) => [a.id, a.changeType]),
+      [...ownVolumes].map((sid) => [sid, 'MODIFIED']),
+    );
+  }
   assert.deepEqual(after.instantiatedVnfInfo.extCpInfo, before.instantiatedVnfInfo.extCpInfo, 'ext CP ids stable');
   assert.equal(levelOf(after), levelOf(before));
   assert.deepEqual(
@@ -118,14 +134,19 @@ export async function healOneVnfc(env: VmEnv, id: string, opts: { v: 'v1' | 'v2'
     [[target.res.id, 'MODIFIED', oldServer]],
   );
 
-  // Heat: exactly one physical resource changed, the target server.
+  // Heat: exactly the target server (and with `storage` its volume) got a new physical id.
   const heatAfter = await env.heat.physicalIds(stack.name, stack.id);
   assert.deepEqual([...heatAfter.keys()].sort(), [...heatBefore.keys()].sort(), 'no Heat resource added or removed');
   const changed = [...heatAfter].filter(([k, r]) => heatBefore.get(k)?.id !== r.id);
+  const expected: [string, string, string][] = [[opts.vduId, 'OS::Nova::Server', newServer]];
+  for (const sid of opts.storage ? ownVolumes : []) {
+    const st = (after.instantiatedVnfInfo.virtualStorageResourceInfo as Json[]).find((x) => x.id === sid) as Json;
+    expected.push([st.virtualStorageDescId, 'OS::Cinder::Volume', st.storageResource.resourceId]);
+  }
   assert.deepEqual(
-    changed.map(([k, r]) => [k.slice(k.lastIndexOf('/') + 1), r.type, r.id]),
-    [[opts.vduId, 'OS::Nova::Server', newServer]],
-    'only the target server was replaced in Heat',
+    changed.map(([k, r]) => [k.slice(k.lastIndexOf('/') + 1), r.type, r.id]).sort(),
+    expected.sort(),
+    'only the target server (and its volume with storage) was replaced in Heat',
   );
   assert.ok(![...heatAfter.values()].some((r) => r.id === oldServer), 'the old server is gone');
   await matchesHeat(env, after);

@@ -5,7 +5,7 @@
 import { Writable } from 'node:stream';
 import { resolveConfig, type ConfigInput } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { type Vnfm, type VnfmPlugin, startVnfm } from '../../src/server.ts';
+import { type BuiltinName, type Vnfm, type VnfmPlugin, startVnfm } from '../../src/server.ts';
 import type { Store } from '../../src/store/db.ts';
 import { testStore } from './db.ts';
 
@@ -16,7 +16,7 @@ export interface TestVnfm extends Vnfm {
 }
 
 /** Starts a VNFM for tests. `listen` true binds 127.0.0.1 on a free port. */
-export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; store?: Store; plugins?: VnfmPlugin[] } = {}): Promise<TestVnfm> {
+export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; store?: Store; plugins?: VnfmPlugin[]; without?: BuiltinName[] } = {}): Promise<TestVnfm> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -27,7 +27,7 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
   const store = opts.store ?? (await testStore());
   const port = opts.listen ? await freePort() : 9890;
   const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, ...(opts.config ?? {}) } as ConfigInput });
-  const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}) });
+  const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}), ...(opts.without ? { without: opts.without } : {}) });
   return {
     ...vnfm,
     logs,

@@ -121,6 +121,7 @@ export async function notifyVnfm(opts: { config?: ConfigInput; listen?: boolean;
     ...(opts.config ? { config: opts.config } : {}),
     ...(opts.listen ? { listen: true } : {}),
     ...(opts.store ? { store: opts.store } : {}),
+    without: ['notifications'],
     plugins: [
       (ctx) => {
         notify = setupNotifications(ctx, { ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.pollMs ? { pollMs: opts.pollMs } : {}) });
