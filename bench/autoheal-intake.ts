@@ -51,10 +51,11 @@ const store = await openStore({ dataDir: 'memory://' });
 const config = resolveConfig({
   flags: { sim: false, logLevel: 'warn', dataDir: 'memory://', port: 0, runner: { pollMs: 200, leaseMs: 30_000, concurrency: 16, workerId: 'bench' }, faultNotification: { windowMs: WINDOW_MS } },
 });
-(config as unknown as { autoheal: Record<string, unknown> }).autoheal = { sweepMs: 200, concurrency: 16 };
+config.autoheal = { ...config.autoheal, sweepMs: 200, concurrency: 16 };
 const vnfm = await startVnfm(config, {
   store,
   logger: createLogger('warn'),
+  without: ['autoheal', 'sync'],
   plugins: [(ctx) => ctx.engine?.drivers.register(new AlarmNoopDriver()), createAutohealPlugin({ noMgmtDriver: true }) as never],
 });
 const app = vnfm.app;

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { getInstance, instantiated, notificationsOf, request, serversOf, stackOf, startVmEnv, type VmEnv, waitOp } from './vm-fixture.ts';
-import { checkInstantiated, failedHealThenRetry, healEntire, healOneVnfc, matchesHeat, scaleOut, validInstance } from './vm-scenarios.ts';
+import { checkInstantiated, failedHealThenRetry, healEntire, healEveryVnfc, healOneVnfc, matchesHeat, scaleOut, validInstance } from './vm-scenarios.ts';
 
 let env: VmEnv;
 
@@ -33,11 +33,12 @@ describe('VM heal e2e (simulated OpenStack)', () => {
     await healEntire(env, id, 'v1');
   });
 
-  it('v2 heal with additionalParams.all re-creates the stack, volumes included', async () => {
+  it('v2 heal with additionalParams.all re-creates the stack, volumes included; v2 `{}` heals every VNFC in place', async () => {
     const id = await instantiated(env, 'v2', 'vm-e2e-v2-all');
     await healEntire(env, id, 'v2');
-    // and the re-created VNF heals per VNFC like the original
+    // and the re-created VNF heals per VNFC like the original; `{}` on v2 heals every VNFC in place
     await healOneVnfc(env, id, { v: 'v2', vduId: 'VDU1' });
+    await healEveryVnfc(env, id);
   });
 
   it('heal after a scale-out keeps the member count and the scale level', async () => {

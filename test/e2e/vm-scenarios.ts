@@ -193,6 +193,28 @@ export async function healEntire(env: VmEnv, id: string, v: 'v1' | 'v2'): Promis
   return after;
 }
 
+/**
+ * v2 heal without VNFC ids and without `all`: every VNFC is healed in place by one stack update
+ * (every server new, same stack, volumes and VNFC ids kept).
+ */
+export async function healEveryVnfc(env: VmEnv, id: string): Promise<Json> {
+  const before = await getInstance(env, id);
+  const opId = await request(env, 'v2', id, 'heal', {});
+  await waitOp(env, opId, 'COMPLETED');
+  assert.deepEqual(await notificationsOf(env, opId), STRAIGHT);
+  const occ = await validOpOcc(env, opId);
+  const after = await validInstance(env, id);
+  assert.deepEqual(stackOf(after), stackOf(before), 'same stack');
+  const s0 = serversOf(before);
+  const s1 = serversOf(after);
+  assert.deepEqual([...s1.keys()].sort(), [...s0.keys()].sort(), 'vnfcResourceInfo ids stable');
+  for (const [rid, srv] of s1) assert.notEqual(srv, s0.get(rid), `VNFC ${rid} on a new server`);
+  assert.deepEqual(volumesOf(after), volumesOf(before), 'volumes kept');
+  assert.equal((occ.resourceChanges.affectedVnfcs as Json[]).filter((a) => a.changeType === 'MODIFIED').length, s0.size);
+  await matchesHeat(env, after);
+  return after;
+}
+
 /** Scales VDU1 out by one step: one more member, level + 1, existing VNFCs untouched. */
 export async function scaleOut(env: VmEnv, id: string, v: 'v1' | 'v2' = 'v2'): Promise<Json> {
   const before = await getInstance(env, id);

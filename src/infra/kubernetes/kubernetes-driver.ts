@@ -198,14 +198,27 @@ export class KubernetesDriver implements InfraDriver {
     this.clientFactory = options.clientFactory ?? ((vim, o) => KubeClient.fromVim(vim, o));
   }
 
+  /**
+   * API clients are cached per VIM connection (endpoint, token, CA): client-node caches API
+   * discovery per client, so a fresh client per call would repeat discovery round trips.
+   */
+  private readonly clients = new Map<string, KubeClient>();
+
   private client(ctx: InfraContext): KubeClient {
-    return this.clientFactory(ctx.vim, {
+    const key = JSON.stringify([ctx.vim.interfaceInfo.endpoint, ctx.vim.accessInfo.bearer_token, ctx.vim.interfaceInfo.ssl_ca_cert ?? null]);
+    const hit = this.clients.get(key);
+    if (hit) return hit;
+    const log = ctx.log;
+    const c = this.clientFactory(ctx.vim, {
       ...this.clientOptions,
       onRetry: (ev) => {
-        ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, op: ev.op, attempt: ev.attempt, delayMs: ev.delayMs, reason: ev.reason }, 'kubernetes API call failed; retrying');
+        log.warn({ endpoint: ctx.vim.interfaceInfo.endpoint, op: ev.op, attempt: ev.attempt, delayMs: ev.delayMs, reason: ev.reason }, 'kubernetes API call failed; retrying');
         this.clientOptions.onRetry?.(ev);
       },
     });
+    if (this.clients.size > 32) this.clients.clear();
+    this.clients.set(key, c);
+    return c;
   }
 
   private waitMs(ctx: InfraContext): number {
