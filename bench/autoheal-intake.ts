@@ -14,6 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Worker } from 'node:worker_threads';
 import { createAutohealPlugin } from '../src/autoheal/autoheal-plugin.ts';
 import { resolveConfig } from '../src/config.ts';
 import type { InfraContext, ObservedResources } from '../src/infra/infra-driver.ts';
@@ -44,6 +45,35 @@ function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
 }
+
+/** The load generator (plain JavaScript, run in a worker thread): posts `work` with fixed concurrency. */
+const CLIENT = `
+const { parentPort, workerData } = require('node:worker_threads');
+const { work, concurrency } = workerData;
+const statuses = new Map();
+const lat = [];
+let next = 0;
+(async () => {
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: concurrency }, async () => {
+    while (next < work.length) {
+      const w = work[next++];
+      const s = performance.now();
+      let status = 0;
+      try {
+        const res = await fetch(w.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: w.body });
+        status = res.status;
+        await res.arrayBuffer();
+      } catch {
+        status = -1;
+      }
+      lat.push(performance.now() - s);
+      statuses.set(status, (statuses.get(status) ?? 0) + 1);
+    }
+  }));
+  parentPort.postMessage({ statuses: [...statuses], lat, t0, ms: Date.now() - t0 });
+})();
+`;
 
 const log = (msg: string) => process.stderr.write(`[autoheal-intake] ${msg}\n`);
 
@@ -111,29 +141,18 @@ for (const id of order) {
 }
 
 log(`posting ${work.length} notifications, concurrency ${CONCURRENCY}`);
-const statuses = new Map<number, number>();
-const intakeLat: number[] = [];
-let next = 0;
-const t0 = Date.now();
-await Promise.all(
-  Array.from({ length: CONCURRENCY }, async () => {
-    while (next < work.length) {
-      const w = work[next++] as { url: string; body: string };
-      const s = performance.now();
-      let status = 0;
-      try {
-        const res = await fetch(w.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: w.body });
-        status = res.status;
-        await res.arrayBuffer();
-      } catch {
-        status = -1;
-      }
-      intakeLat.push(performance.now() - s);
-      statuses.set(status, (statuses.get(status) ?? 0) + 1);
-    }
-  }),
-);
-const intakeMs = Date.now() - t0;
+// The load generator runs in a worker thread: it must not share the VNFM's event loop (a real
+// Server Notifier is another process), so the VNFM gets its own core for the intake.
+const client = new Worker(CLIENT, { eval: true, workerData: { work, concurrency: CONCURRENCY } });
+const result = await new Promise<{ statuses: [number, number][]; lat: number[]; t0: number; ms: number }>((resolve, reject) => {
+  client.once('message', resolve);
+  client.once('error', reject);
+});
+await client.terminate();
+const statuses = new Map<number, number>(result.statuses);
+const intakeLat = result.lat;
+const intakeMs = result.ms;
+const t0 = result.t0;
 log(`intake done in ${intakeMs} ms; waiting for the heals`);
 
 // Every VNF's heal created (one per VNF), then every heal finished.

@@ -88,7 +88,7 @@ function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
 export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Promise<Vnfm> {
   const log = opts.logger ?? createLogger(config.logLevel);
   const t0 = Date.now();
-  const store = opts.store ?? (await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir }));
+  const store = opts.store ?? (await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onPoolError: (e) => log.warn({ err: e.message }, 'database connection lost; it will be re-opened') }));
   const ctx = buildContext(config, store, log);
   const closers: (() => Promise<void>)[] = [];
   const hooks: PluginHooks[] = [];

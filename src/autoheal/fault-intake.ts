@@ -5,17 +5,23 @@
  * Everything is checked before anything is stored: the body, the instance, the fault id against
  * the ones the instance was instantiated with, and the target VNFC, which must match on BOTH the
  * server id of the URL and the alarm id of the body (Tacker ignores the server id). Only then is
- * the notification written to the ledger, in one transaction with its heal batch, and answered
- * 204. A wrong request changes nothing and is answered 400/401/404, never 500.
+ * the notification written to the ledger, atomically with its heal batch, and answered 204. A
+ * wrong request changes nothing and is answered 400/401/404, never 500.
+ *
+ * Notifications are validated and written in groups ({@link IntakeQueue}): under load many
+ * notifications share the same two statements, which is what lets one embedded database session
+ * take a fault storm.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
 import type { AppContext } from '../api/context.ts';
-import { isVnfmError, vnfmError } from '../errors.ts';
+import { vnfmError } from '../errors.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
-import { type HealBatcher, isAutohealEnabled } from './batcher.ts';
-import type { FaultLedger, NotificationInput } from './ledger.ts';
+import type { HealBatcher } from './batcher.ts';
+import { InstanceFactsCache } from './instance-facts.ts';
+import { IntakeQueue } from './intake-queue.ts';
+import type { FaultLedger } from './ledger.ts';
 
 /** Fault types of the Server Notifier: physical server fault / out of service, VM status inconsistency / reboot. */
 export const FAULT_TYPES = ['10', '11', '20', '21'] as const;
@@ -124,7 +130,7 @@ export function faultIntakeRoutes(d: FaultIntakeDeps): (app: FastifyInstance) =>
   const { ctx } = d;
   const cfg = ctx.config.faultNotification;
   const rejected = () => ctx.metrics.faultNotifications.inc({ result: 'rejected' });
-  const faultIdCache = new Map<string, { rev: number; ids: string[] }>();
+  const queue = new IntakeQueue({ ledger: d.ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => cfg.windowMs, workerId: d.workerId });
   return async (app) => {
     await app.register(
       async (r) => {
@@ -147,45 +153,15 @@ export function faultIntakeRoutes(d: FaultIntakeDeps): (app: FastifyInstance) =>
           async (req: FastifyRequest, reply) => {
             const { vnfInstanceId, serverId } = req.params as { vnfInstanceId: string; serverId: string };
             const n = (req.body as Body).notification;
-            let inst: VnfInstanceRecord;
-            try {
-              inst = await ctx.instances.get(vnfInstanceId);
-            } catch (e) {
-              if (!isVnfmError(e, 'VNFM_ERR_INST_NOT_FOUND')) throw e;
-              throw vnfmError('VNFM_ERR_FAULT_NOT_FOUND', `VnfInstance ${vnfInstanceId} not found.`);
-            }
-            const bad = (detail: string) => vnfmError('VNFM_ERR_FAULT_INVALID', detail);
-            const info = inst.instantiatedVnfInfo;
-            if (inst.instantiationState !== 'INSTANTIATED' || !info) throw bad(`VnfInstance ${vnfInstanceId} is not instantiated.`);
-            const faultIds = await configuredFaultIds(ctx, inst, faultIdCache);
-            if (!faultIds.includes(n.fault_id)) throw bad('fault_id does not match.');
-            const res = (info.vnfcResourceInfo ?? []).find((c) => c.computeResource.resourceId === serverId);
-            if (!res) throw bad(`target vnfc not found: no VNFC of VnfInstance ${vnfInstanceId} runs on server ${serverId}.`);
-            if (alarmIdOf(res.metadata) !== n.alarm_id) throw bad(`target vnfc not found: alarm_id ${n.alarm_id} is not the alarm registered for server ${serverId}.`);
-            const vnfc = (info.vnfcInfo ?? []).find((v) => v.vnfcResourceInfoId === res.id);
-            if (!vnfc) throw bad(`target vnfc not found: server ${serverId} has no vnfcInfo.`);
-            const input: NotificationInput & { vnfcInfoId: string; vnfcResourceInfoId: string } = {
-              vnfInstanceId,
-              serverId,
-              alarmId: n.alarm_id,
-              faultId: n.fault_id,
-              faultType: n.fault_type,
-              hostId: n.host_id,
-              faultOption: n.fault_option,
-              vnfcInfoId: vnfc.id,
-              vnfcResourceInfoId: res.id,
-              receivedBy: d.workerId,
-            };
-            if (!isAutohealEnabled(inst)) {
-              await d.ledger.recordIgnored(input, 'auto-heal is disabled for the VNF instance (vnfConfigurableProperties.isAutohealEnabled is not true)');
+            const r = await queue.submit({ vnfInstanceId, serverId, notification: n });
+            if (r.kind === 'ignored') {
               ctx.metrics.faultNotifications.inc({ result: 'ignored' });
               req.log.info({ vnfInstanceId, serverId, faultType: n.fault_type }, 'fault notification ignored: auto-heal disabled');
               return reply.code(204).send();
             }
-            const packed = await d.ledger.pack(input, cfg.windowMs);
             ctx.metrics.faultNotifications.inc({ result: 'accepted' });
-            if (packed.opened) d.batcher.scheduleAt(new Date(packed.batch.deadline));
-            req.log.info({ vnfInstanceId, serverId, vnfcInstanceId: vnfc.id, batchId: packed.batch.id, faultType: n.fault_type }, 'fault notification packed');
+            if (r.opened) d.batcher.scheduleAt(new Date(r.deadline));
+            req.log.info({ vnfInstanceId, serverId, vnfcInstanceId: r.vnfcInfoId, batchId: r.batchId, faultType: n.fault_type }, 'fault notification packed');
             return reply.code(204).send();
           },
         );

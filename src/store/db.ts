@@ -25,6 +25,8 @@ export interface StoreOptions {
   dataDir?: string | undefined;
   /** A PGlite data-dir dump to start from (tests: a pre-migrated template). */
   loadDataDir?: Blob | undefined;
+  /** Called when an idle PostgreSQL connection fails (logged by the caller). */
+  onPoolError?: (e: Error) => void;
   /** Skip migrations (the template is already migrated). @default false */
   skipMigrations?: boolean;
 }
@@ -33,6 +35,9 @@ export interface StoreOptions {
 export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.databaseUrl) {
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
+    // An idle connection dropped by the server (restart, failover, admin kill) must not crash the
+    // process: the pool discards it and the next query opens a new one.
+    pool.on('error', (e) => opts.onPoolError?.(e));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
     return { db, kind: 'postgres', close: () => db.destroy() };

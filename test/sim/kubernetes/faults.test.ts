@@ -68,7 +68,10 @@ describe('simulated Kubernetes fault injection', () => {
   });
 
   it('fails a node: pods are evicted and rescheduled, the DaemonSet shrinks; recovery restores it', async () => {
-    const victim = (await pods('app=web')).find((p) => p.spec.nodeName)?.spec.nodeName as string;
+    // a node hosting web pods but not the bare pod (a bare pod on a failed node is evicted for good)
+    const soloNode = (await pods('app=solo'))[0]?.spec.nodeName;
+    const victim = (await pods('app=web')).map((p) => p.spec.nodeName).find((n) => n && n !== soloNode) as string;
+    assert.ok(victim, 'a node with web pods and without the bare pod');
     const r = await simFetch(sim, 'POST', `/_sim/nodes/${victim}/fail`, {});
     assert.equal(r.status, 200, r.text);
     const node = (await simFetch(sim, 'GET', `/api/v1/nodes/${victim}`)).body;
