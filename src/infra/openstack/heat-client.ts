@@ -13,7 +13,7 @@
 import { setTimeout as sleepTimer } from 'node:timers/promises';
 import type { HttpResponse } from './http-retry.ts';
 import type { AuthedRequest, KeystoneAuth } from './keystone-auth.ts';
-import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
+import { OpenStackError, OpenStackErrorKind, parseJsonAnswer } from './openstack-error.ts';
 
 /** A stack's unique address: Heat needs both to avoid a redirect. */
 export interface HeatStackRef {
@@ -609,18 +609,7 @@ export class HeatClient {
   }
 
   private json(res: HttpResponse): unknown {
-    try {
-      return res.text === '' ? {} : JSON.parse(res.text);
-    } catch (err) {
-      throw new OpenStackError({
-        service: res.service,
-        kind: OpenStackErrorKind.protocol,
-        detail: `${res.service} ${res.method} answered ${res.status} with a body that is not JSON`,
-        retryable: false,
-        status: res.status,
-        cause: err,
-      });
-    }
+    return parseJsonAnswer(res, { emptyAsObject: true });
   }
 
   private protocolError(res: HttpResponse, detail: string): OpenStackError {

@@ -8,7 +8,7 @@
  * region (as `openstack` CLI does), and a single transparent re-authentication when a service
  * answers 401 (token revoked, Keystone restarted with new fernet keys).
  */
-import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
+import { OpenStackError, OpenStackErrorKind, parseJsonAnswer } from './openstack-error.ts';
 import {
   type HttpResponse,
   type HttpRetryOptions,
@@ -414,19 +414,7 @@ export class KeystoneAuth {
   }
 
   private parseJson(res: HttpResponse, extraSecrets: readonly string[] = []): unknown {
-    try {
-      return JSON.parse(res.text);
-    } catch (err) {
-      throw new OpenStackError({
-        service: res.service,
-        kind: OpenStackErrorKind.protocol,
-        detail: `${res.service} ${res.method} answered ${res.status} with a body that is not JSON`,
-        retryable: false,
-        status: res.status,
-        secrets: this.secrets(extraSecrets),
-        cause: err,
-      });
-    }
+    return parseJsonAnswer(res, { secrets: this.secrets(extraSecrets) });
   }
 
   private authBody(): unknown {

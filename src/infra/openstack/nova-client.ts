@@ -9,7 +9,7 @@
  */
 import type { HttpResponse } from './http-retry.ts';
 import type { KeystoneAuth } from './keystone-auth.ts';
-import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
+import { OpenStackError, OpenStackErrorKind, parseJsonAnswer } from './openstack-error.ts';
 
 /** A server, with Nova's extension attributes turned into plain fields. */
 export interface NovaServer {
@@ -170,18 +170,7 @@ export class NovaClient {
   }
 
   private json(res: HttpResponse): unknown {
-    try {
-      return JSON.parse(res.text);
-    } catch (err) {
-      throw new OpenStackError({
-        service: res.service,
-        kind: OpenStackErrorKind.protocol,
-        detail: `${res.service} ${res.method} answered ${res.status} with a body that is not JSON`,
-        retryable: false,
-        status: res.status,
-        cause: err,
-      });
-    }
+    return parseJsonAnswer(res);
   }
 
   private protocolError(res: HttpResponse, detail: string): OpenStackError {

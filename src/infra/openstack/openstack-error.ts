@@ -247,3 +247,24 @@ export class OpenStackError extends VnfmError {
     return e instanceof OpenStackError && e.status === status && (errorType === undefined || e.errorType === errorType);
   }
 }
+
+/**
+ * Parses an OpenStack JSON answer; a body that is not JSON is a protocol error (never retried).
+ * `emptyAsObject` treats an empty body as `{}` (Heat answers some calls with no body).
+ */
+export function parseJsonAnswer(res: { service: string; method: string; status: number; text: string }, opts: { emptyAsObject?: boolean; secrets?: readonly string[] } = {}): unknown {
+  if (opts.emptyAsObject && res.text === '') return {};
+  try {
+    return JSON.parse(res.text);
+  } catch (err) {
+    throw new OpenStackError({
+      service: res.service as OpenStackErrorInit['service'],
+      kind: OpenStackErrorKind.protocol,
+      detail: `${res.service} ${res.method} answered ${res.status} with a body that is not JSON`,
+      retryable: false,
+      status: res.status,
+      ...(opts.secrets ? { secrets: opts.secrets } : {}),
+      cause: err,
+    });
+  }
+}
