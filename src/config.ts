@@ -67,6 +67,8 @@ export interface VnfmConfig {
     maxBackoffMs: number;
     /** Send GET to the callback URI at subscription time and require 204. @default true */
     testCallback: boolean;
+    /** Delivered and dead notifications are purged from the outbox after this long. @default 7 days */
+    retentionMs: number;
   };
   /** Grants toward an NFVO. */
   grants: {
@@ -153,7 +155,7 @@ export function defaultConfig(): VnfmConfig {
     sim: true,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8 },
-    notifications: { timeoutMs: 10_000, maxAttempts: 10, backoffMs: 500, maxBackoffMs: 60_000, testCallback: true },
+    notifications: { timeoutMs: 10_000, maxAttempts: 10, backoffMs: 500, maxBackoffMs: 60_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
     grants: {
       mode: 'local',
       endpoint: undefined,

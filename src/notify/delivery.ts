@@ -134,9 +134,26 @@ export class DeliveryWorker {
     return rows.length;
   }
 
+  /**
+   * Deletes DELIVERED and DEAD rows older than `notifications.retentionMs`, so the outbox does not
+   * grow without bound; PENDING rows are never touched. Returns the number of rows removed.
+   */
+  async purge(now = Date.now()): Promise<number> {
+    const before = new Date(now - this.config.notifications.retentionMs);
+    const r = await this.db.deleteFrom('outbox').where('status', 'in', ['DELIVERED', 'DEAD']).where('created_at', '<', before).executeTakeFirst();
+    const n = Number(r.numDeletedRows ?? 0);
+    if (n > 0) this.log.info({ rows: n }, 'old notifications purged from the outbox');
+    return n;
+  }
+
   private async loop(): Promise<void> {
     let lastGauge = 0;
+    let lastPurge = 0;
     while (this.running) {
+      if (Date.now() - lastPurge >= 3_600_000) {
+        lastPurge = Date.now();
+        await this.purge().catch((e) => this.log.warn({ err: (e as Error).message }, 'outbox purge failed'));
+      }
       this.woken = false;
       let claimed = 0;
       const free = this.concurrency - this.inflight.size;
