@@ -9,6 +9,8 @@ import { createServerNotifierMgmtDriver, type ServerNotifierDriverOptions } from
 import type { PluginHooks } from '../server.ts';
 import { HealBatcher } from './batcher.ts';
 import { faultIntakeRoutes } from './fault-intake.ts';
+import { InstanceFactsCache } from './instance-facts.ts';
+import { IntakeQueue } from './intake-queue.ts';
 import { FaultLedger } from './ledger.ts';
 import { ledgerRoutes } from './ledger-routes.ts';
 import { type AutohealOptions, resolveAutohealOptions } from './storm-guard.ts';
@@ -18,6 +20,8 @@ import './migrations.ts';
 export interface AutohealHandle {
   ledger: FaultLedger;
   batcher: HealBatcher;
+  /** The fault intake's group-commit queue. */
+  intake: IntakeQueue;
   options: AutohealOptions;
 }
 
@@ -40,13 +44,14 @@ export function createAutohealPlugin(popts: AutohealPluginOptions = {}): (ctx: A
     const options = resolveAutohealOptions(ctx.config);
     const ledger = new FaultLedger(ctx.store.db);
     const log = ctx.log.child({ component: 'autoheal' });
-    const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId });
+    const intake = new IntakeQueue({ ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => ctx.config.faultNotification.windowMs, workerId: ctx.config.runner.workerId });
+    const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId, intake });
     for (const r of ['held', 'dropped']) ctx.metrics.healBatches.inc({ result: r }, 0);
     if (!popts.noMgmtDriver) engine.mgmt.register(createServerNotifierMgmtDriver(popts.serverNotifier));
     ctx.extraRoutes ??= [];
-    ctx.extraRoutes.push(faultIntakeRoutes({ ctx, ledger, batcher, workerId: ctx.config.runner.workerId }));
+    ctx.extraRoutes.push(faultIntakeRoutes({ ctx, ledger, batcher, workerId: ctx.config.runner.workerId, queue: intake }));
     ctx.extraRoutes.push(ledgerRoutes(ctx, ledger, batcher));
-    ctx.autoheal = { ledger, batcher, options };
+    ctx.autoheal = { ledger, batcher, intake, options };
     const onFinished = (vnfInstanceId: string) => batcher.onOpFinished(vnfInstanceId);
     return {
       start() {

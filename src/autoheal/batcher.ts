@@ -29,6 +29,8 @@ export interface HealBatcherDeps {
   options: AutohealOptions;
   /** Lease owner name of this process. */
   workerId: string;
+  /** The intake's load, for its storm priority (absent: never defer): notifications per second, and not yet answered. */
+  intake?: { rate(): number; readonly pending: number };
 }
 
 /** True when auto-heal is switched on for the instance (`vnfConfigurableProperties.isAutohealEnabled`). */
@@ -49,6 +51,10 @@ export class HealBatcher {
   private sweepTimer: NodeJS.Timeout | undefined;
   private dueTimer: NodeJS.Timeout | undefined;
   private dueAt = Number.POSITIVE_INFINITY;
+  /** Since when due batches wait for a notification storm to pass (undefined: not deferring). */
+  private deferringSince: number | undefined;
+  /** This claim round is the one a long storm lets through: claim only `concurrency` batches. */
+  private forcedRound = false;
 
   constructor(private readonly d: HealBatcherDeps) {}
 
@@ -125,6 +131,12 @@ export class HealBatcher {
   async cycle(): Promise<number> {
     let fired = 0;
     try {
+      if (this.yieldToIntake()) {
+        // A fault notification storm: no database work here until it passes (checked again
+        // shortly). Nothing is lost: due batches stay open, and keep packing meanwhile.
+        this.recheckSoon();
+        return 0;
+      }
       for (const c of await this.d.ledger.followHeals()) {
         if (c.status === 'done') this.d.metrics.healBatches.inc({ result: 'healed' });
         else if (c.status === 'failed') this.d.metrics.healBatches.inc({ result: 'failed' });
@@ -132,12 +144,23 @@ export class HealBatcher {
       }
       await this.d.ledger.resumeHeld();
       const limit = this.d.options.concurrency * 4;
-      for (;;) {
+      for (let round = 0; ; round++) {
         if (this.stopRequested) break;
-        const claimed = await this.d.ledger.claimDue(this.d.workerId, this.d.options.leaseMs, limit);
+        if (round > 0 && this.yieldToIntake()) {
+          this.recheckSoon();
+          return fired;
+        }
+        // The one round a long storm lets through is small (see yieldToIntake).
+        const forced = this.forcedRound;
+        this.forcedRound = false;
+        const claimed = await this.d.ledger.claimDue(this.d.workerId, this.d.options.leaseMs, forced ? this.d.options.concurrency : limit);
         if (claimed.length === 0) break;
         fired += claimed.length;
         await pool(claimed, this.d.options.concurrency, (b) => this.fire(b));
+        if (forced) {
+          this.recheckSoon();
+          return fired;
+        }
         if (claimed.length < limit) break;
       }
       const next = await this.d.ledger.nextDue();
@@ -146,6 +169,40 @@ export class HealBatcher {
       this.d.log.error({ err: e }, 'auto-heal cycle failed');
     }
     return fired;
+  }
+
+  /** Another cycle in a moment (storm priority re-check). */
+  private recheckSoon(): void {
+    this.scheduleAt(new Date(Date.now() + Math.min(100, this.d.options.sweepMs)));
+  }
+
+  /**
+   * True while due batches should wait for a notification storm. A storm starts when the intake
+   * rate reaches `intakePriorityRate` and lasts until the rate is below it AND no notification is
+   * waiting for its answer (heals fired during a storm slow the intake down, which lowers the
+   * rate: the waiting notifications show the storm is still on). Deferral lasts at most
+   * `intakePriorityMaxMs` in a row; then one round of batches (`concurrency`) is fired and a new
+   * period starts, so heals keep going even in an endless storm.
+   */
+  private yieldToIntake(): boolean {
+    const { intakePriorityRate: threshold, intakePriorityMaxMs: maxMs } = this.d.options;
+    const intake = this.d.intake;
+    if (!intake || !(threshold > 0)) return false;
+    const now = Date.now();
+    const rate = intake.rate();
+    if (this.deferringSince === undefined) {
+      if (rate < threshold) return false;
+      this.deferringSince = now;
+      this.d.log.info({ rate: Math.round(rate) }, 'auto-heal: fault notification storm; due batches wait for the intake');
+    } else if (rate < threshold && intake.pending === 0) {
+      this.d.log.info({ deferredMs: now - this.deferringSince }, 'auto-heal: fault notification storm over; firing due batches');
+      this.deferringSince = undefined;
+      return false;
+    }
+    if (now - this.deferringSince < maxMs) return true;
+    this.deferringSince = now;
+    this.forcedRound = true;
+    return false;
   }
 
   /** Decides what becomes of one claimed batch. */

@@ -123,6 +123,8 @@ export interface FaultIntakeDeps {
   batcher: HealBatcher;
   /** Recorded with each notification (which process received it). */
   workerId: string;
+  /** The group-commit queue (shared with the batcher, which reads its rate); created when absent. */
+  queue?: IntakeQueue;
 }
 
 /** Registers the receiver route under the configured prefix. */
@@ -130,7 +132,7 @@ export function faultIntakeRoutes(d: FaultIntakeDeps): (app: FastifyInstance) =>
   const { ctx } = d;
   const cfg = ctx.config.faultNotification;
   const rejected = () => ctx.metrics.faultNotifications.inc({ result: 'rejected' });
-  const queue = new IntakeQueue({ ledger: d.ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => cfg.windowMs, workerId: d.workerId });
+  const queue = d.queue ?? new IntakeQueue({ ledger: d.ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => cfg.windowMs, workerId: d.workerId });
   return async (app) => {
     await app.register(
       async (r) => {

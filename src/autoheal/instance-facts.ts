@@ -11,6 +11,7 @@
  * database, so nothing large crosses the session.
  */
 import { type Kysely, sql } from 'kysely';
+import './migrations.ts';
 import type { Database } from '../store/schema.ts';
 
 /** The VNFC running on one server, as validation needs it. */
@@ -96,36 +97,17 @@ export class InstanceFactsCache {
     const unique = [...new Set(ids)];
     // The entries the statement is checked against (the cache may change while it runs).
     const had = new Map(unique.map((id) => [id, this.cache.get(id)]));
-    const known = unique.map((id) => ({ id, rev: had.get(id)?.rev ?? null }));
-    const vnfcInfo = sql`i.instantiated_vnf_info->'vnfcInfo'`;
-    const resInfo = sql`i.instantiated_vnf_info->'vnfcResourceInfo'`;
-    const mdFault = sql`i.metadata->'ServerNotifierFaultID'`;
-    const infoFault = sql`i.instantiated_vnf_info->'metadata'->'ServerNotifierFaultID'`;
-    const res = await sql<{ id: string; rev: number; facts: FactsRow | null }>`
-      select i.id, i.rev, case when i.rev is distinct from x.rev then jsonb_build_object(
-        'state', i.instantiation_state,
-        'hasInfo', coalesce(jsonb_typeof(i.instantiated_vnf_info) = 'object', false),
-        'autoheal', i.vnf_configurable_properties->'isAutohealEnabled',
-        'mdFault', ${mdFault},
-        'infoFault', ${infoFault},
-        'opFault', case when coalesce(jsonb_typeof(${mdFault}), '') not in ('string', 'array')
-                         and coalesce(jsonb_typeof(${infoFault}), '') not in ('string', 'array') then (
-          select o.operation_params->'additionalParams' from op_occ o
-          where o.vnf_instance_id = i.id and o.operation = 'INSTANTIATE' and o.operation_state = 'COMPLETED'
-          order by o.created_at desc limit 1) end,
-        'res', (select jsonb_agg(jsonb_build_array(e.r->>'id', e.r->'computeResource'->>'resourceId', e.r->'metadata'->'server_notification') order by e.o)
-                from jsonb_array_elements(case when jsonb_typeof(${resInfo}) = 'array' then ${resInfo} else '[]'::jsonb end) with ordinality as e(r, o)),
-        'vnfcs', (select jsonb_agg(jsonb_build_array(e.v->>'id', e.v->>'vnfcResourceInfoId') order by e.o)
-                  from jsonb_array_elements(case when jsonb_typeof(${vnfcInfo}) = 'array' then ${vnfcInfo} else '[]'::jsonb end) with ordinality as e(v, o))
-      ) end as facts
-      from jsonb_to_recordset(${JSON.stringify(known)}::jsonb) as x(id text, rev int)
-      join vnf_instance i on i.id = x.id`.execute(this.db);
+    const revs: Record<string, number> = {};
+    for (const [id, f] of had) if (f) revs[id] = f.rev;
+    // migration 101_autoheal_intake
+    const res = await sql<{ o_id: string; o_rev: number; o_facts: FactsRow | null }>`
+      select * from autoheal_intake_facts(${unique}::text[], ${JSON.stringify(revs)}::jsonb)`.execute(this.db);
     const out = new Map<string, InstanceFacts>();
     for (const r of res.rows) {
       // No facts means the rev is the one we had: the cached entry is current.
-      const f = r.facts ? factsFrom(r.id, r.rev, r.facts) : (had.get(r.id) as InstanceFacts);
-      if (r.facts) this.remember(f);
-      out.set(r.id, f);
+      const f = r.o_facts ? factsFrom(r.o_id, r.o_rev, r.o_facts) : (had.get(r.o_id) as InstanceFacts);
+      if (r.o_facts) this.remember(f);
+      out.set(r.o_id, f);
     }
     for (const id of unique) if (!out.has(id)) this.cache.delete(id);
     return out;

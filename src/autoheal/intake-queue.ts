@@ -46,6 +46,8 @@ export interface IntakeQueueDeps {
 
 const DISABLED_REASON = 'auto-heal is disabled for the VNF instance (vnfConfigurableProperties.isAutohealEnabled is not true)';
 
+const SLOT_MS = 500;
+
 interface Waiter {
   req: IntakeRequest;
   resolve: (r: IntakeResult) => void;
@@ -86,14 +88,37 @@ export class IntakeQueue {
   private queue: Waiter[] = [];
   private draining = false;
   private readonly maxGroup: number;
+  /** Arrival counting for {@link rate}: the current slot and the one before. */
+  private slotStart = 0;
+  private pendingCount = 0;
+  private slotCount = 0;
+  private prevCount = 0;
 
   constructor(private readonly d: IntakeQueueDeps) {
     this.maxGroup = Math.max(1, d.maxGroup ?? 500);
   }
 
-  /** Notifications waiting for the next group (metrics, tests). */
-  get waiting(): number {
-    return this.queue.length;
+  /**
+   * Notifications received per second, over the last half second (sliding window). The batcher reads it
+   * to let a notification storm go first (see `AutohealOptions.intakePriorityRate`).
+   */
+  rate(now = Date.now()): number {
+    this.roll(now);
+    const into = (now - this.slotStart) / SLOT_MS;
+    return (this.prevCount * (1 - into) + this.slotCount) * (1000 / SLOT_MS);
+  }
+
+  private roll(now: number): void {
+    if (now - this.slotStart < SLOT_MS) return;
+    const slots = Math.floor((now - this.slotStart) / SLOT_MS);
+    this.prevCount = slots === 1 ? this.slotCount : 0;
+    this.slotCount = 0;
+    this.slotStart += slots * SLOT_MS;
+  }
+
+  /** Notifications received and not answered yet (queued or being written). */
+  get pending(): number {
+    return this.pendingCount;
   }
 
   /**
@@ -101,12 +126,25 @@ export class IntakeQueue {
    * rejects with the 400/404 error of a refused notification, or the database error.
    */
   submit(req: IntakeRequest): Promise<IntakeResult> {
+    this.roll(Date.now());
+    this.slotCount++;
+    this.pendingCount++;
     return new Promise<IntakeResult>((resolve, reject) => {
-      this.queue.push({ req, resolve, reject });
+      const done = () => this.pendingCount--;
+      this.queue.push({
+        req,
+        resolve: (r) => {
+          done();
+          resolve(r);
+        },
+        reject: (e) => {
+          done();
+          reject(e);
+        },
+      });
       if (!this.draining) {
         this.draining = true;
-        // After the current I/O phase, so requests that arrived together form one group.
-        setImmediate(() => void this.drain());
+        void this.drain();
       }
     });
   }
@@ -114,6 +152,9 @@ export class IntakeQueue {
   private async drain(): Promise<void> {
     try {
       while (this.queue.length > 0) {
+        // Let the event loop read the requests that arrived while the previous group was being
+        // written (database work keeps it busy): they join this group instead of the next one.
+        await new Promise((r) => setImmediate(r));
         const group = this.queue.length <= this.maxGroup ? this.queue : this.queue.slice(0, this.maxGroup);
         this.queue = this.queue.length <= this.maxGroup ? [] : this.queue.slice(this.maxGroup);
         await this.write(group);

@@ -335,18 +335,18 @@ export class FaultLedger {
   async packGroup(items: readonly GroupItem[], windowMs: number): Promise<GroupOutcome[]> {
     if (items.length === 0) return [];
     const ids = items.map(() => randomUUID());
-    let rows: { ord: number; batch_id: string | null; deadline: Date | string | null; opened: boolean | null }[];
+    let rows: { vnf: string; batch_id: string; deadline: Date | string; opened: boolean }[];
     try {
       rows = await this.packGroupStatement(items, ids, windowMs);
     } catch {
       return Promise.all(items.map((it) => this.storeAlone(it, windowMs)));
     }
-    const byOrd = new Map(rows.map((r) => [Number(r.ord), r]));
+    const byVnf = new Map(rows.map((r) => [r.vnf, r]));
     return Promise.all(
       items.map(async (it, i): Promise<GroupOutcome> => {
         if (it.kind === 'ignore') return { kind: 'ignored', notificationId: ids[i] as string };
-        const r = byOrd.get(i);
-        if (r?.batch_id) return { kind: 'packed', notificationId: ids[i] as string, batchId: r.batch_id, deadline: iso(r.deadline) as string, opened: r.opened === true };
+        const r = byVnf.get(it.input.vnfInstanceId);
+        if (r) return { kind: 'packed', notificationId: ids[i] as string, batchId: r.batch_id, deadline: iso(r.deadline) as string, opened: r.opened === true };
         // The VNF has a waiting or held batch: pack into it.
         return this.storeAlone(it, windowMs);
       }),
@@ -383,58 +383,10 @@ export class FaultLedger {
         ignored: it.kind === 'ignore' ? it.reason : null,
       };
     });
-    // Batches are upserted in VNF id order so that two processes writing groups for the same
-    // VNFs lock the batch rows in the same order (no deadlock between group statements).
-    const res = await sql<{ ord: number; batch_id: string | null; deadline: Date | string | null; opened: boolean | null }>`
-      with x as (
-        select * from jsonb_to_recordset(${JSON.stringify(rows)}::jsonb) as x(
-          ord int, id text, vnf text, server_id text, alarm_id text, fault_id text, fault_type text, host_id text,
-          fault_option jsonb, vnfc_info_id text, vnfc_resource_info_id text, received_by text, ignored text)
-      ), p as (
-        -- to pack, unless the VNF has a batch waiting for it (busy, held): those go one by one
-        select x.* from x
-        where x.ignored is null
-          and not exists (select 1 from autoheal_batch w where w.vnf_instance_id = x.vnf and w.status in ('waiting', 'held'))
-      ), t as (
-        select distinct on (vnf, vnfc_info_id, server_id) vnf, vnfc_info_id, vnfc_resource_info_id, server_id, ord
-        from p order by vnf, vnfc_info_id, server_id, ord
-      ), g as (
-        select p.vnf, count(*)::int as n, (array_agg(p.server_id order by p.ord))[1] as first_server,
-          (select jsonb_agg(jsonb_build_object('vnfcInfoId', t.vnfc_info_id, 'vnfcResourceInfoId', t.vnfc_resource_info_id, 'serverId', t.server_id) order by t.ord)
-             from t where t.vnf = p.vnf) as targets
-        from p group by p.vnf
-      ), b as (
-        insert into autoheal_batch as ab (id, vnf_instance_id, status, deadline, targets, notification_count, notes)
-        select gen_random_uuid()::text, g.vnf, 'open', now() + make_interval(secs => ${windowMs / 1000}::float8), g.targets, g.n,
-          jsonb_build_array(jsonb_build_object('at', ${new Date().toISOString()}::text, 'text', 'opened by a fault notification for server ' || g.first_server))
-        from g order by g.vnf
-        on conflict (vnf_instance_id) where status = 'open' do update set
-          targets = ab.targets || coalesce((
-            select jsonb_agg(e.t order by e.o) from jsonb_array_elements(excluded.targets) with ordinality as e(t, o)
-            where not ab.targets @> jsonb_build_array(jsonb_build_object('vnfcInfoId', e.t->'vnfcInfoId', 'serverId', e.t->'serverId'))), '[]'::jsonb),
-          notification_count = ab.notification_count + excluded.notification_count,
-          updated_at = now()
-        returning ab.id, ab.vnf_instance_id, ab.deadline, (xmax = 0) as opened
-      ), n as (
-        insert into fault_notification (id, vnf_instance_id, server_id, alarm_id, fault_id, fault_type, host_id, fault_option, vnfc_info_id, vnfc_resource_info_id, status, reason, batch_id, received_by, received_at)
-        select x.id, x.vnf, x.server_id, x.alarm_id, x.fault_id, x.fault_type, x.host_id, coalesce(x.fault_option, 'null'::jsonb), x.vnfc_info_id, x.vnfc_resource_info_id,
-          case when x.ignored is null then 'packed' else 'ignored' end,
-          case
-            when x.ignored is not null then x.ignored
-            -- an earlier notification of this group, or the batch as it was before this statement, has the VNFC
-            when exists (select 1 from p e where e.vnf = x.vnf and e.vnfc_info_id = x.vnfc_info_id and e.server_id = x.server_id and e.ord < x.ord)
-              or exists (select 1 from autoheal_batch pb where pb.id = b.id and pb.targets @> jsonb_build_array(jsonb_build_object('vnfcInfoId', x.vnfc_info_id, 'serverId', x.server_id)))
-            then 'duplicate: the VNFC is already in the batch'
-          end,
-          b.id, x.received_by, clock_timestamp()
-        from x left join b on b.vnf_instance_id = x.vnf and x.ignored is null
-        where x.ignored is not null or b.id is not null
-        order by x.ord
-        returning 1
-      )
-      select x.ord, b.id as batch_id, b.deadline, b.opened, (select count(*) from n) as written
-      from x left join b on b.vnf_instance_id = x.vnf and x.ignored is null`.execute(this.db);
-    return res.rows;
+    // One call of the group statement (migration 101_autoheal_intake): rows of VNFs packed here.
+    const res = await sql<{ o_vnf: string; o_batch_id: string; o_deadline: Date | string; o_opened: boolean }>`
+      select * from autoheal_pack_group(${JSON.stringify(rows)}::jsonb, ${windowMs / 1000}::float8, ${new Date().toISOString()}::text)`.execute(this.db);
+    return res.rows.map((r) => ({ vnf: r.o_vnf, batch_id: r.o_batch_id, deadline: r.o_deadline, opened: r.o_opened }));
   }
 
   /** The one-statement path: upsert the open batch and insert the notification; undefined when the VNF has a waiting/held batch. */

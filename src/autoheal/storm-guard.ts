@@ -37,6 +37,19 @@ export interface AutohealOptions {
   busyRetryMs: number;
   /** Batches fired in parallel by one process. @default 8 */
   concurrency: number;
+  /**
+   * Notification storm priority: while this process receives at least this many fault
+   * notifications per second, due batches are not fired (their heals would compete with the
+   * intake for the single database session and the event loop, and a notification refused or
+   * timed out is worse than a heal started a few seconds later; a batch kept open longer also
+   * packs more). 0 = never defer. @default 200
+   */
+  intakePriorityRate: number;
+  /**
+   * Longest deferral: in a storm lasting longer, one round of due batches (`concurrency`) is
+   * fired every this many ms anyway. @default 10000
+   */
+  intakePriorityMaxMs: number;
 }
 
 /** Defaults: never block the normal scenarios. */
@@ -48,6 +61,8 @@ export const DEFAULT_AUTOHEAL_OPTIONS: Readonly<AutohealOptions> = {
   leaseMs: 30_000,
   busyRetryMs: 5000,
   concurrency: 8,
+  intakePriorityRate: 200,
+  intakePriorityMaxMs: 10_000,
 };
 
 /** Raised for invalid auto-heal options; the message names the option. */
@@ -70,7 +85,7 @@ export function resolveAutohealOptions(config: VnfmConfig | (VnfmConfig & { auto
   for (const [k, v] of Object.entries(given)) if (v !== undefined && k in o) (o as unknown as Record<string, unknown>)[k] = v;
   const err = checkMaxUnhealthy(o.maxUnhealthy);
   if (err) throw new AutohealOptionsError(`autoheal.maxUnhealthy ${err}`);
-  for (const k of ['maxHealsPerVnfc', 'frequencyPeriodMs', 'sweepMs', 'leaseMs', 'busyRetryMs', 'concurrency'] as const) {
+  for (const k of ['maxHealsPerVnfc', 'frequencyPeriodMs', 'sweepMs', 'leaseMs', 'busyRetryMs', 'concurrency', 'intakePriorityRate', 'intakePriorityMaxMs'] as const) {
     const v = o[k];
     if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new AutohealOptionsError(`autoheal.${k} must be a number >= 0`);
   }
