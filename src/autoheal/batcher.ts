@@ -158,6 +158,8 @@ export class HealBatcher {
         fired += claimed.length;
         await pool(claimed, this.d.options.concurrency, (b) => this.fire(b));
         if (forced) {
+          // The next deferral period starts when this round is done.
+          if (this.deferringSince !== undefined) this.deferringSince = Date.now();
           this.recheckSoon();
           return fired;
         }

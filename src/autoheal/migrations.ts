@@ -166,7 +166,8 @@ const m101: Migration = {
                                       and pb.targets @> jsonb_build_array(jsonb_build_object('vnfcInfoId', x.vnfc_info_id, 'serverId', x.server_id)))
               then 'duplicate: the VNFC is already in the batch'
             end,
-            b.id, x.received_by, clock_timestamp()
+            -- in the group's order (the embedded database's clock has millisecond resolution)
+            b.id, x.received_by, clock_timestamp() + x.ord * interval '1 microsecond'
           from x left join b on b.vnf_instance_id = x.vnf and x.ignored is null
           where x.ignored is not null or b.id is not null
           order by x.ord

@@ -168,6 +168,50 @@ describe('fault intake', () => {
     assert.ok(!h.vnfm.logs.join('').includes('s3cret-token'), 'credential never logged');
   });
 
+  it('writes a burst of concurrent notifications in groups, answering each exactly as alone', async () => {
+    const [a, b] = [await instantiateVnf(h.vnfm, vnfdId), await instantiateVnf(h.vnfm, vnfdId)];
+    const off = await instantiateVnf(h.vnfm, vnfdId, { autoheal: false });
+    const before = h.ctx.autoheal?.intake.stats ?? { groups: 0, written: 0 };
+    const [a0, a1] = a.vnfcs as [TestVnfc, TestVnfc];
+    const cases: { id: string; server: string; body: unknown; status: number; detail?: RegExp }[] = [];
+    for (let i = 0; i < 30; i++) {
+      const x = a.vnfcs[i % 3] as TestVnfc;
+      const y = b.vnfcs[i % 2] as TestVnfc;
+      cases.push({ id: a.id, server: x.serverId, body: faultBody(x, { fault_option: { seq: i } }), status: 204 });
+      cases.push({ id: b.id, server: y.serverId, body: faultBody(y), status: 204 });
+      if (i % 10 === 0) {
+        const z = off.vnfcs[0] as TestVnfc;
+        cases.push({ id: off.id, server: z.serverId, body: faultBody(z), status: 204 });
+        cases.push({ id: 'no-such-vnf', server: a0.serverId, body: faultBody(a0), status: 404, detail: /VnfInstance no-such-vnf not found/ });
+        cases.push({ id: a.id, server: a0.serverId, body: faultBody(a0, { fault_id: '4321' }), status: 400, detail: /fault_id does not match/ });
+        cases.push({ id: a.id, server: a0.serverId, body: faultBody(a1), status: 400, detail: /alarm_id .* is not the alarm registered for server/ });
+        cases.push({ id: a.id, server: 'no-such-server', body: faultBody(a0), status: 400, detail: /no VNFC of VnfInstance .* runs on server no-such-server/ });
+      }
+    }
+    const res = await Promise.all(cases.map((c) => notify(h.vnfm, c.id, c.server, c.body)));
+    res.forEach((r, i) => {
+      const c = cases[i] as (typeof cases)[number];
+      assert.equal(r.statusCode, c.status, `${i}: ${r.body}`);
+      if (c.detail) assert.match(r.json().detail, c.detail);
+    });
+    const after = h.ctx.autoheal?.intake.stats ?? { groups: 0, written: 0 };
+    assert.equal(after.written - before.written, 63, 'every accepted or ignored notification written');
+    assert.ok(after.groups - before.groups < 10, `written in few groups (${after.groups - before.groups})`);
+    const list = async (id: string) => (await h.vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/fault_notifications?vnfInstanceId=${id}` })).json() as { status: string; reason: string | null; faultOption: { seq?: number } }[];
+    const la = await list(a.id);
+    assert.equal(la.length, 30);
+    assert.equal(la.filter((n) => n.reason === null).length, 3, 'first notification of each VNFC');
+    assert.deepEqual(la.map((n) => n.faultOption.seq).sort((x, y) => (x as number) - (y as number)), Array.from({ length: 30 }, (_, i) => i));
+    assert.equal((await list(b.id)).length, 30);
+    assert.deepEqual((await list(off.id)).map((n) => n.status), ['ignored', 'ignored', 'ignored']);
+    for (const [v, n] of [[a, 3], [b, 2]] as const) {
+      const bs = (await h.vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/heal_batches?vnfInstanceId=${v.id}` })).json();
+      assert.equal(bs.length, 1, 'one batch per VNF');
+      assert.equal(bs[0].notificationCount, 30);
+      assert.equal(bs[0].targets.length, n);
+    }
+  });
+
   it('counts notifications by result in /metrics', async () => {
     const m = (await h.vnfm.app.inject({ method: 'GET', url: '/metrics' })).body;
     const val = (result: string) => Number(new RegExp(`vnfm_fault_notifications_total\\{result="${result}"\\} (\\d+)`).exec(m)?.[1]);

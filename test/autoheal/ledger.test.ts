@@ -7,6 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
+import { InstanceFactsCache } from '../../src/autoheal/instance-facts.ts';
 import { FaultLedger, healCausePrefix } from '../../src/autoheal/ledger.ts';
 import type { Store } from '../../src/store/db.ts';
 import { testPgStore, testStore } from '../helpers/db.ts';
@@ -75,6 +76,127 @@ for (const s of stores) {
       const [b] = await ledger.listBatches({ vnfInstanceId: vnf });
       assert.equal(b?.targets.length, 20);
       assert.equal(b?.notificationCount, 20);
+    });
+
+    it('writes a group of notifications of several VNFs in one statement: one batch per VNF, duplicates marked, ignored ones recorded', async (t) => {
+      if (skip()) return t.skip('VNFM_TEST_PG_URL not set');
+      const [v1, v2, v3] = [randomUUID(), randomUUID(), randomUUID()];
+      // v1 already has an open batch holding target a
+      const before = await ledger.pack(input(v1, 'a'), 60_000);
+      await new Promise((r) => setTimeout(r, 5)); // a later millisecond: the list order is by time
+      const items = [
+        { kind: 'pack' as const, input: input(v1, 'a') },
+        { kind: 'pack' as const, input: input(v2, 'x') },
+        { kind: 'pack' as const, input: input(v1, 'b') },
+        { kind: 'ignore' as const, input: input(v3, 'z'), reason: 'auto-heal is disabled' },
+        { kind: 'pack' as const, input: input(v2, 'x') },
+        { kind: 'pack' as const, input: input(v2, 'y') },
+      ];
+      const out = await ledger.packGroup(items, 60_000);
+      assert.deepEqual(out.map((o) => o.kind), ['packed', 'packed', 'packed', 'ignored', 'packed', 'packed']);
+      const packed = out.filter((o) => o.kind === 'packed');
+      assert.deepEqual(packed.map((o) => o.batchId), [before.batch.id, packed[1]?.batchId, before.batch.id, packed[1]?.batchId, packed[1]?.batchId]);
+      assert.deepEqual(packed.map((o) => o.opened), [false, true, false, true, true]);
+      const [b1] = await ledger.listBatches({ vnfInstanceId: v1 });
+      assert.deepEqual(b1?.targets.map((x) => x.vnfcInfoId), ['a', 'b']);
+      assert.equal(b1?.notificationCount, 3);
+      const [b2] = await ledger.listBatches({ vnfInstanceId: v2 });
+      assert.deepEqual(b2?.targets, [
+        { vnfcInfoId: 'x', vnfcResourceInfoId: 'res-x', serverId: 'srv-x' },
+        { vnfcInfoId: 'y', vnfcResourceInfoId: 'res-y', serverId: 'srv-y' },
+      ]);
+      assert.equal(b2?.notificationCount, 3);
+      assert.match(b2?.notes[0]?.text ?? '', /opened by a fault notification for server srv-x/);
+      assert.ok(new Date(b2?.deadline as string).getTime() - Date.now() > 55_000);
+      assert.deepEqual(await ledger.listBatches({ vnfInstanceId: v3 }), [], 'no batch for an ignored notification');
+      const reasons = async (vnf: string) => (await ledger.listNotifications({ vnfInstanceId: vnf })).reverse().map((n) => [n.vnfcInstanceId, n.status, n.reason]);
+      assert.deepEqual(await reasons(v1), [
+        ['a', 'packed', null],
+        ['a', 'packed', 'duplicate: the VNFC is already in the batch'],
+        ['b', 'packed', null],
+      ]);
+      assert.deepEqual(await reasons(v2), [
+        ['x', 'packed', null],
+        ['x', 'packed', 'duplicate: the VNFC is already in the batch'],
+        ['y', 'packed', null],
+      ]);
+      assert.deepEqual(await reasons(v3), [['z', 'ignored', 'auto-heal is disabled']]);
+      const ids = out.map((o) => (o.kind === 'error' ? '' : o.notificationId));
+      for (const id of ids) assert.equal((await ledger.getNotification(id)).id, id, 'the returned ids are the stored rows');
+    });
+
+    it('a group with a VNF whose batch is waiting packs that VNF into it; a row the database refuses fails alone', async (t) => {
+      if (skip()) return t.skip('VNFM_TEST_PG_URL not set');
+      const [w, v] = [randomUUID(), randomUUID()];
+      const { batch } = await ledger.pack(input(w, 'a'), 0);
+      const [c] = (await ledger.claimDue('p1', 10_000, 100)).filter((b) => b.id === batch.id);
+      await ledger.settleClaimed(c!, { status: 'waiting', nextAttemptInMs: 60_000 });
+      const out = await ledger.packGroup([{ kind: 'pack', input: input(w, 'b') }, { kind: 'pack', input: input(v, 'a') }], 60_000);
+      assert.equal(out[0]?.kind === 'packed' && out[0].batchId, batch.id);
+      assert.equal(out[1]?.kind, 'packed');
+      const wb = await ledger.getBatch(batch.id);
+      assert.equal(wb.status, 'waiting');
+      assert.deepEqual(wb.targets.map((x) => x.vnfcInfoId), ['a', 'b']);
+      assert.match((await ledger.notificationsOf(batch.id))[1]?.reason ?? '', /waiting batch/);
+      // jsonb refuses U+0000: the group statement fails, every item is retried alone
+      const x = randomUUID();
+      const bad = await ledger.packGroup(
+        [
+          { kind: 'pack', input: input(x, 'a') },
+          { kind: 'pack', input: { ...input(x, 'b'), faultOption: { text: 'a\u0000b' } } },
+          { kind: 'ignore', input: input(x, 'c'), reason: 'off' },
+        ],
+        60_000,
+      );
+      assert.deepEqual(bad.map((o) => o.kind), ['packed', 'error', 'ignored']);
+      const [xb] = await ledger.listBatches({ vnfInstanceId: x });
+      assert.deepEqual(xb?.targets.map((t) => t.vnfcInfoId), ['a']);
+      assert.equal(xb?.notificationCount, 1);
+      assert.equal((await ledger.listNotifications({ vnfInstanceId: x })).length, 2);
+    });
+
+    it('concurrent groups for the same VNFs end up in one batch per VNF', async (t) => {
+      if (skip()) return t.skip('VNFM_TEST_PG_URL not set');
+      const vnfs = [randomUUID(), randomUUID(), randomUUID()];
+      const group = (g: number) => vnfs.flatMap((vnf, i) => [0, 1].map((k) => ({ kind: 'pack' as const, input: input(vnf, `v${(g + i + k) % 4}`) })));
+      const res = await Promise.all(Array.from({ length: 8 }, (_, g) => ledger.packGroup(g % 2 ? group(g).reverse() : group(g), 60_000)));
+      assert.ok(res.flat().every((o) => o.kind === 'packed'));
+      for (const vnf of vnfs) {
+        const bs = await ledger.listBatches({ vnfInstanceId: vnf });
+        assert.equal(bs.length, 1);
+        assert.equal(bs[0]?.notificationCount, 16);
+        assert.deepEqual([...(bs[0]?.targets ?? [])].map((x) => x.vnfcInfoId).sort(), ['v0', 'v1', 'v2', 'v3']);
+      }
+    });
+
+    it('instance facts: read once per rev (small fields only), fault ids from metadata or the instantiate request, gone when deleted', async (t) => {
+      if (skip()) return t.skip('VNFM_TEST_PG_URL not set');
+      const db = store!.db;
+      const id = await instanceRow();
+      const res = (server: string, k: number) => ({ id: `res-${k}`, vduId: 'VDU1', computeResource: { resourceId: server, vimLevelResourceType: 'OS::Nova::Server' }, metadata: { server_notification: { alarmId: `alarm-${server}` } } });
+      const info = (servers: string[]) => ({ flavourId: 'simple', vnfState: 'STARTED', vnfcResourceInfo: servers.map(res), vnfcInfo: servers.map((_, k) => ({ id: `vnfc-${k}`, vduId: 'VDU1', vnfcResourceInfoId: `res-${k}`, vnfcState: 'STARTED' })) });
+      await db.updateTable('vnf_instance').set({ instantiated_vnf_info: JSON.stringify(info(['s0', 's1'])), vnf_configurable_properties: JSON.stringify({ isAutohealEnabled: 'true' }), rev: 1 }).where('id', '=', id).execute();
+      const op = await opRow(id, 'COMPLETED', 'instantiate');
+      await db.updateTable('op_occ').set({ operation: 'INSTANTIATE', operation_params: JSON.stringify({ additionalParams: { ServerNotifierFaultID: '0001' } }) }).where('id', '=', op).execute();
+      const cache = new InstanceFactsCache(db);
+      const f1 = (await cache.lookup([id, id, 'no-such-instance'])).get(id);
+      assert.ok(f1);
+      assert.equal(f1.instantiated, true);
+      assert.equal(f1.autohealEnabled, true);
+      assert.deepEqual(f1.faultIds, ['0001'], 'from the instantiate request');
+      assert.deepEqual(f1.servers.get('s1'), { vnfcResourceInfoId: 'res-1', alarmId: 'alarm-s1', vnfcInfoId: 'vnfc-1' });
+      assert.equal((await cache.lookup(['no-such-instance'])).size, 0);
+      assert.equal((await cache.lookup([id])).get(id), f1, 'same rev: the cached facts');
+      await db.updateTable('vnf_instance').set({ instantiated_vnf_info: JSON.stringify(info(['s9'])), metadata: JSON.stringify({ ServerNotifierFaultID: ['1111', 2] }), rev: 2 }).where('id', '=', id).execute();
+      const f2 = (await cache.lookup([id])).get(id);
+      assert.equal(f2?.rev, 2);
+      assert.deepEqual(f2?.faultIds, ['1111'], 'metadata first');
+      assert.deepEqual([...(f2?.servers.keys() ?? [])], ['s9']);
+      await db.updateTable('vnf_instance').set({ instantiation_state: 'NOT_INSTANTIATED', instantiated_vnf_info: JSON.stringify(null), rev: 3 }).where('id', '=', id).execute();
+      assert.equal((await cache.lookup([id])).get(id)?.instantiated, false);
+      await db.deleteFrom('op_occ').where('vnf_instance_id', '=', id).execute();
+      await db.deleteFrom('vnf_instance').where('id', '=', id).execute();
+      assert.equal((await cache.lookup([id])).has(id), false);
     });
 
     it('claims a due batch for exactly one owner; a lost claim writes nothing; an expired lease is taken over', async (t) => {
