@@ -288,6 +288,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!cfg.faultNotification.prefix.startsWith('/')) throw new ConfigError('faultNotification.prefix must start with /');
   if (cfg.faultNotification.windowMs < 0) throw new ConfigError('faultNotification.windowMs must be >= 0');
   if (cfg.databaseUrl && !/^postgres(ql)?:\/\//.test(cfg.databaseUrl)) throw new ConfigError('databaseUrl must be a postgres:// URL');
+  if (cfg.databaseUrl && !cfg.secretKey) throw new ConfigError('secretKey (VNFM_SECRET_KEY, 64 hex chars) is required with databaseUrl, so that every VNFM process (and the next start) can open the sealed credentials');
   for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) if (!(cfg.sync[k] >= 0)) throw new ConfigError(`sync.${k} must be >= 0`);
   if (!Number.isInteger(cfg.sync.settleAttempts) || cfg.sync.settleAttempts < 1) throw new ConfigError('sync.settleAttempts must be an integer >= 1');
   if (!cfg.runner.workerId) cfg.runner.workerId = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
