@@ -11,7 +11,7 @@
  * VNFs in random order, so the VNFs' windows overlap the way they do in a large outage.
  */
 import { randomUUID } from 'node:crypto';
-import { cpSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
@@ -224,3 +224,4 @@ console.log(
 );
 await vnfm.close();
 await store.close();
+rmSync(dir, { recursive: true, force: true });

@@ -114,6 +114,10 @@ export interface VnfmConfig {
     busyRetryMs: number;
     /** Batches fired in parallel by one process. @default 8 */
     concurrency: number;
+    /** During a notification storm at least this fast (per s), due batches wait so intake stays fast; 0 = off. @default 200 */
+    intakePriorityRate: number;
+    /** Longest a due batch waits for the storm to calm down. @default 10000 */
+    intakePriorityMaxMs: number;
   };
   /** Drift sync: re-observe instances and adopt what the VIM replaced by itself (see src/lcm/sync.ts). */
   sync: {
@@ -166,7 +170,7 @@ export function defaultConfig(): VnfmConfig {
       asyncTimeoutMs: 60_000,
     },
     faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
-    autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8 },
+    autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8, intakePriorityRate: 200, intakePriorityMaxMs: 10_000 },
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000 },
   };
