@@ -9,7 +9,7 @@
  * Limits come from the module options and may be overridden per VNF instance through
  * `vnfConfigurableProperties` (changeable at run time with a PATCH of the instance).
  */
-import type { VnfmConfig } from '../config.ts';
+import { type VnfmConfig, defaultConfig } from '../config.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
 
 /** Suppression reasons (metric label values). */
@@ -17,53 +17,14 @@ export const SUPPRESS_REASONS = { maxUnhealthy: 'max_unhealthy', frequency: 'fre
 /** See {@link SUPPRESS_REASONS}. */
 export type SuppressReason = (typeof SUPPRESS_REASONS)[keyof typeof SUPPRESS_REASONS];
 
-/** Options of the auto-heal module that are not in `config.faultNotification`. */
-export interface AutohealOptions {
-  /**
-   * Largest number of unhealthy VNFCs of one VNF that may be healed at once: a count (`3`) or a
-   * percentage of the VNF's VNFCs (`'40%'`, rounded down). Above it the batch is suppressed.
-   * @default '100%'
-   */
-  maxUnhealthy: number | string;
-  /** Automatic heals of one VNFC allowed within {@link frequencyPeriodMs}; one more is suppressed. @default 10 */
-  maxHealsPerVnfc: number;
-  /** Period of the frequency limit. @default 600000 (10 min) */
-  frequencyPeriodMs: number;
-  /** Period of the sweep that fires due batches and follows heals (other processes' work too). @default 1000 */
-  sweepMs: number;
-  /** How long a claimed batch stays with its claimer before another process may take it over. @default 30000 */
-  leaseMs: number;
-  /** Fallback retry delay of a batch waiting for a busy VNF (an ending op wakes it sooner). @default 5000 */
-  busyRetryMs: number;
-  /** Batches fired in parallel by one process. @default 8 */
-  concurrency: number;
-  /**
-   * Notification storm priority: while this process receives at least this many fault
-   * notifications per second, due batches are not fired (their heals would compete with the
-   * intake for the single database session and the event loop, and a notification refused or
-   * timed out is worse than a heal started a few seconds later; a batch kept open longer also
-   * packs more). 0 = never defer. @default 200
-   */
-  intakePriorityRate: number;
-  /**
-   * Longest deferral: in a storm lasting longer, one round of due batches (`concurrency`) is
-   * fired every this many ms anyway. @default 10000
-   */
-  intakePriorityMaxMs: number;
-}
+/**
+ * Options of the auto-heal module that are not in `config.faultNotification`: the `autoheal`
+ * section of the one options module (documented there, with its defaults).
+ */
+export type AutohealOptions = VnfmConfig['autoheal'];
 
-/** Defaults: never block the normal scenarios. */
-export const DEFAULT_AUTOHEAL_OPTIONS: Readonly<AutohealOptions> = {
-  maxUnhealthy: '100%',
-  maxHealsPerVnfc: 10,
-  frequencyPeriodMs: 600_000,
-  sweepMs: 1000,
-  leaseMs: 30_000,
-  busyRetryMs: 5000,
-  concurrency: 8,
-  intakePriorityRate: 200,
-  intakePriorityMaxMs: 10_000,
-};
+/** Defaults: never block the normal scenarios (the options module's own defaults). */
+export const DEFAULT_AUTOHEAL_OPTIONS: Readonly<AutohealOptions> = defaultConfig().autoheal;
 
 /** Raised for invalid auto-heal options; the message names the option. */
 export class AutohealOptionsError extends Error {}
