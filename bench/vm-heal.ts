@@ -263,8 +263,7 @@ const heatUpdateTiming: HeatTiming = async (stackName, stackId) => {
 
 // ---- 2. real Keystone + Heat (opt-in)
 if (process.env.VNFM_REAL_HEAT === '1') {
-  const shared = process.env.VNFM_SHARED_DIR ?? join(process.cwd(), '..', 'shared');
-  const fakeDir = join(shared, 'tools/real-heat/templates/fake-nova-neutron');
+  const fakeDir = join(process.cwd(), 'scripts/real-heat/templates/fake-nova-neutron');
   const files: Record<string, string> = {};
   for (const f of readdirSync(fakeDir)) if (f.startsWith('fake_')) files[f] = readFileSync(join(fakeDir, f), 'utf8');
   const e = process.env;

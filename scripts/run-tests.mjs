@@ -1,10 +1,24 @@
 #!/usr/bin/env node
 // Runs every test file under test/ (or the files given as arguments) with node:test + tsx.
 // Node 20 does not expand globs for `--test`, so the list is built here. The run fails when
-// zero tests ran, and prints the runner's summary (tests / pass / fail).
+// zero tests ran, and prints the runner's summary (tests / pass / fail / skipped), then one line
+// with the test stages that ran and those skipped with why (test/helpers/stages.ts).
+// VNFM_TEST_REQUIRE=pg,real-heat,tacker-cli,kubectl (or all) makes a stage that cannot run fail.
 import { spawn } from 'node:child_process';
-import { readdirSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
+
+const STAGES = ['pg', 'real-heat', 'tacker-cli', 'kubectl'];
+const required = new Set();
+for (const n of (process.env.VNFM_TEST_REQUIRE ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
+  if (n === 'all') STAGES.forEach((s) => required.add(s));
+  else if (STAGES.includes(n)) required.add(n);
+  else {
+    console.error(`VNFM_TEST_REQUIRE names an unknown stage "${n}" (known: ${STAGES.join(', ')}, all)`);
+    process.exit(2);
+  }
+}
 
 function walk(dir) {
   const out = [];
@@ -23,11 +37,32 @@ if (files.length === 0) {
   process.exit(1);
 }
 const concurrency = process.env.VNFM_TEST_CONCURRENCY ?? '2';
+const stageDir = mkdtempSync(join(tmpdir(), 'vnfm-test-stages-'));
+if (required.size > 0) console.log(`required test stages: ${[...required].join(', ')}`);
 const child = spawn(
   process.execPath,
   ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
-  { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'test' } },
+  { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'test', VNFM_TEST_STAGE_DIR: stageDir } },
 );
+
+/** One line: which stages ran, which were skipped and why (from the files test processes wrote). */
+function stageLine() {
+  const ran = new Set();
+  const skipped = new Map();
+  for (const f of readdirSync(stageDir)) {
+    for (const line of readFileSync(join(stageDir, f), 'utf8').split('\n')) {
+      if (!line) continue;
+      const r = JSON.parse(line);
+      if (r.ran) ran.add(r.stage);
+      else skipped.set(r.stage, r.reason);
+    }
+  }
+  rmSync(stageDir, { recursive: true, force: true });
+  for (const s of ran) skipped.delete(s);
+  const parts = [`ran: sims${[...ran].sort().map((s) => `, ${s}`).join('')}`];
+  parts.push(skipped.size === 0 ? 'skipped stages: none' : `skipped stages: ${[...skipped].map(([s, why]) => `${s} (${why})`).join('; ')}`);
+  return { line: `test stages ${parts.join(' | ')}`, skipped };
+}
 let tail = '';
 let count = 0;
 child.stdout.on('data', (chunk) => {
@@ -37,6 +72,13 @@ child.stdout.on('data', (chunk) => {
   for (const m of tail.matchAll(/(?:ℹ|#) tests (\d+)/g)) count = Number(m[1]);
 });
 child.on('close', (code) => {
+  const { line, skipped } = stageLine();
+  console.log(line);
+  const missing = [...skipped.keys()].filter((s) => required.has(s));
+  if (missing.length > 0) {
+    console.error(`FAIL: required test stages did not run: ${missing.join(', ')}`);
+    process.exit(1);
+  }
   if (count === 0) {
     console.error('FAIL: zero tests ran');
     process.exit(1);

@@ -11,12 +11,13 @@ import { unzipSync } from 'fflate';
 import { buildCsarFromFiles } from '../../src/packages/csar-reader.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
-import { ROOT, SHARED, csarOf, onboard } from '../helpers/packages.ts';
+import { TACKER_CNF_DEFS_DIR, TACKER_SAMPLES_DIR, TACKER_VM_DEFS_DIR } from '../helpers/fixtures.ts';
+import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
 
 const V2 = { version: '2.0.0' };
-const TACKER = join(SHARED, 'tacker-samples');
-const VM_DEFS = join(TACKER, 'sol_v2_common/common/Definitions');
-const K8S_DEFS = join(TACKER, 'sol_kubernetes_v2/common/Definitions');
+const TACKER = TACKER_SAMPLES_DIR;
+const VM_DEFS = TACKER_VM_DEFS_DIR;
+const K8S_DEFS = TACKER_CNF_DEFS_DIR;
 
 /** A one-file VNFD package (so `GET vnfd` with text/plain can answer the YAML itself). */
 const ONE_FILE_VNFD = `tosca_definitions_version: tosca_simple_yaml_1_2

@@ -9,10 +9,10 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
-import { TackerCli, ensureTackerCli } from '../helpers/tacker-cli.ts';
+import { stage } from '../helpers/stages.ts';
+import { TackerCli } from '../helpers/tacker-cli.ts';
 
-const skip = ensureTackerCli();
-if (skip) console.log(`# skipping the Tacker CLI tests: ${skip}`);
+const { skip } = await stage('tacker-cli');
 
 const OS_PASSWORD = 'cli-test-os-password-31';
 const K8S_TOKEN = 'cli-test-k8s-bearer-token-77';

@@ -7,11 +7,11 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import { ensureTackerCli, TackerCli } from '../helpers/tacker-cli.ts';
+import { stage } from '../helpers/stages.ts';
+import { TackerCli } from '../helpers/tacker-cli.ts';
 import { type CnfEnv, createInstance, getInstance, instantiate, type Json, podsOf, startCnfEnv, vnfcsOf, waitOp } from './cnf-fixture.ts';
 
-const skip = ensureTackerCli();
-if (skip) console.log(`# skipping the Tacker CLI heal tests: ${skip}`);
+const { skip } = await stage('tacker-cli');
 
 const NS = 'cnf-cli';
 

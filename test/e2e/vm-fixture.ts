@@ -3,7 +3,7 @@
  * way an operator would: the cloud registered as the default VIM through `POST /v1.0/vims`, the
  * sample VM package onboarded through the package API, instances driven through the LCM API over
  * HTTP. The cloud is either the simulated OpenStack (always available) or the real Keystone +
- * Heat of `scripts/real-heat.sh` (opt-in, `VNFM_REAL_HEAT=1`), where nova/neutron/cinder are
+ * Heat of `scripts/real-heat.sh` (test stage `real-heat`), where nova/neutron/cinder are
  * stand-in templates given to the VIM as its Heat environment. The same scenario code runs on
  * both, so the simulator is held to what a real Heat does.
  */
@@ -14,7 +14,9 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
-import { csarOf, ROOT, SHARED } from '../helpers/packages.ts';
+import { STAND_IN_TEMPLATES_DIR } from '../helpers/fixtures.ts';
+import { csarOf, ROOT } from '../helpers/packages.ts';
+import { realHeatSettings } from '../helpers/stages.ts';
 
 /** Body of an API answer (parsed JSON, or `{}` when empty). */
 // biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON in scenario tests
@@ -32,7 +34,7 @@ export interface Reply {
 export type VmTarget = 'sim' | 'real';
 
 /** The stand-in templates that let a Heat without nova/neutron/cinder run Tacker-style HOT. */
-export const FAKE_NOVA_NEUTRON_DIR = join(SHARED, 'tools/real-heat/templates/fake-nova-neutron');
+export const FAKE_NOVA_NEUTRON_DIR = STAND_IN_TEMPLATES_DIR;
 
 /**
  * External virtual link of every instantiate: an ext CP on the VDU CP `VDU1_CP1`, so that the
@@ -46,23 +48,6 @@ export function standInEnvironment(): { heat_environment: Json; heat_environment
   const files: Record<string, string> = {};
   for (const f of readdirSync(FAKE_NOVA_NEUTRON_DIR)) if (f.startsWith('fake_')) files[f] = readFileSync(join(FAKE_NOVA_NEUTRON_DIR, f), 'utf8');
   return { heat_environment: env, heat_environment_files: files };
-}
-
-/** Why the real-Heat scenario cannot run here, or undefined when it can. */
-export async function realHeatSkipReason(): Promise<string | undefined> {
-  const authUrl = process.env.OS_AUTH_URL ?? 'http://127.0.0.1:5000/v3';
-  if (process.env.VNFM_REAL_HEAT !== '1') return 'real Heat stage not enabled: set VNFM_REAL_HEAT=1 after `bash scripts/real-heat.sh up` (docs/real-heat.md)';
-  try {
-    await fetch(authUrl, { signal: AbortSignal.timeout(3000) });
-  } catch {
-    return `Keystone unreachable at ${authUrl}: run "bash scripts/real-heat.sh up" first`;
-  }
-  try {
-    readFileSync(join(FAKE_NOVA_NEUTRON_DIR, 'env.yaml'));
-  } catch {
-    return `stand-in templates not found in ${FAKE_NOVA_NEUTRON_DIR} (set VNFM_SHARED_DIR)`;
-  }
-  return undefined;
 }
 
 /** Keystone credentials of the cloud under test. */
@@ -182,15 +167,8 @@ function credentialsOf(target: VmTarget, sim: OpenStackSim | undefined): Credent
     const c = sim.credentials;
     return { authUrl: c.authUrl, username: c.username, password: c.password, project: c.project, userDomain: c.userDomain, projectDomain: c.projectDomain };
   }
-  const e = process.env;
-  return {
-    authUrl: e.OS_AUTH_URL ?? 'http://127.0.0.1:5000/v3',
-    username: e.OS_USERNAME ?? 'admin',
-    password: e.OS_PASSWORD ?? 'admin-secret',
-    project: e.OS_PROJECT_NAME ?? 'admin',
-    userDomain: e.OS_USER_DOMAIN_NAME ?? 'Default',
-    projectDomain: e.OS_PROJECT_DOMAIN_NAME ?? 'Default',
-  };
+  const s = realHeatSettings();
+  return { authUrl: s.authUrl, username: s.username, password: s.password, project: s.project, userDomain: s.userDomain, projectDomain: s.projectDomain };
 }
 
 /** Starts the cloud (sim) and the VNFM, registers the default VIM and onboards the package. */

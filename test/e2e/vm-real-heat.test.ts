@@ -6,22 +6,16 @@
  * VNFC heal (v2, v1), scale-out then heal, a heal whose Heat wait fails then retried, entire
  * heal (v2 `all: true`, v1 `{}`).
  *
- * Opt-in: skipped unless `VNFM_REAL_HEAT=1` and Keystone answers (`.ci/run` sets it after
- * `scripts/real-heat.sh up`).
+ * Test stage `real-heat` (test/helpers/stages.ts): `.ci/run` starts it with `scripts/real-heat.sh up`.
  */
 import { after, before, describe, it } from 'node:test';
-import { instantiated, realHeatSkipReason, startVmEnv, terminate, type VmEnv } from './vm-fixture.ts';
+import { stage } from '../helpers/stages.ts';
+import { instantiated, startVmEnv, terminate, type VmEnv } from './vm-fixture.ts';
 import { checkInstantiated, failedHealThenRetry, healEntire, healOneVnfc, scaleOut } from './vm-scenarios.ts';
 
-const reason = await realHeatSkipReason();
-if (reason !== undefined) console.log(`# SKIP VM heal e2e on real Heat: ${reason}`);
+const realHeat = await stage('real-heat');
 
-describe('VM heal e2e (real Keystone + Heat)', { timeout: 900_000 }, () => {
-  if (reason !== undefined) {
-    // one visible skipped test (a skipped suite alone would count as zero tests)
-    it('runs the VM heal scenarios against a real Heat', { skip: reason }, () => undefined);
-    return;
-  }
+describe('VM heal e2e (real Keystone + Heat)', { timeout: 900_000, skip: realHeat.skip }, () => {
   let env: VmEnv;
   const created: string[] = [];
   let v2Id = '';

@@ -10,8 +10,6 @@ import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
 
 /** Repository root (tests run from it). */
 export const ROOT = process.cwd();
-/** The shared reference folder (Tacker samples, ETSI files). */
-export const SHARED = process.env.VNFM_SHARED_DIR ?? join(ROOT, '..', 'shared');
 
 /** Builds a CSAR from a package folder (plus ETSI type files when `commonDefs` is given). */
 export function csarOf(dir: string, commonDefs?: string): Buffer {

@@ -2,9 +2,10 @@
  * Runs the real OpenStack Tacker CLI (`openstack vnflcm ...`, `openstack vim ...` from the Debian
  * package python3-tackerclient) against a VNFM under test, the way an operator would: no
  * authentication (`--os-auth-type none`), the VNFM as endpoint, and a clean environment so no
- * `OS_*` variable of the machine leaks in.
+ * `OS_*` variable of the machine leaks in. Whether the CLI is installed is the `tacker-cli` test
+ * stage (test/helpers/stages.ts); nothing here installs it.
  */
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,40 +19,6 @@ export interface CliResult {
 }
 
 const PATH = '/usr/bin:/bin';
-
-function haveTackerCli(): boolean {
-  const r = spawnSync('sh', ['-c', 'command -v openstack >/dev/null && python3 -c "import tackerclient.osc.v1.vnflcm.vnflcm"'], { env: { PATH }, stdio: 'ignore' });
-  return r.status === 0;
-}
-
-let readiness: string | undefined | null = null;
-
-function findOrInstall(): string | undefined {
-  if (haveTackerCli()) return undefined;
-  const env = { PATH: `/usr/local/sbin:/usr/local/bin:/usr/sbin:/sbin:${PATH}`, DEBIAN_FRONTEND: 'noninteractive' };
-  const install = () => spawnSync('apt-get', ['install', '-y', '--no-install-recommends', 'python3-tackerclient'], { env, encoding: 'utf8', timeout: 600_000 });
-  let r = install();
-  if (r.status !== 0) {
-    // the package lists may simply be missing (fresh container)
-    spawnSync('apt-get', ['update'], { env, stdio: 'ignore', timeout: 300_000 });
-    r = install();
-  }
-  if (r.status !== 0) {
-    const why = (r.stderr || r.error?.message || `exit ${r.status}`).trim().split('\n').slice(-2).join(' ');
-    return `the Tacker CLI (python3-tackerclient) is not installed and could not be installed: ${why}`;
-  }
-  return haveTackerCli() ? undefined : 'python3-tackerclient was installed but `openstack vnflcm` is still unavailable';
-}
-
-/**
- * Makes sure `openstack` with the Tacker plugin is installed, installing python3-tackerclient with
- * apt-get when it is missing (needs root). Returns `undefined` when the CLI is ready, or the reason
- * it cannot be used (for a test skip message). The answer is computed once per process.
- */
-export function ensureTackerCli(): string | undefined {
-  if (readiness === null) readiness = findOrInstall();
-  return readiness;
-}
 
 /** Options of one {@link TackerCli.run}. */
 export interface RunOptions {

@@ -2,18 +2,16 @@
  * Shared fixtures of the package tests: where Tacker's sample packages and our samples live, and
  * helpers that turn a package folder into CSAR files with or without the ETSI SOL001 type files.
  */
-import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { TACKER_SAMPLES_DIR } from '../helpers/fixtures.ts';
 import { buildCsarFromFiles, readCsar, type CsarFiles } from '../../src/packages/csar-reader.ts';
 
 /** Repository root. */
 export const REPO = resolve(import.meta.dirname, '..', '..');
 
-/** Tacker's sample packages (copied byte for byte from openstack/tacker), next to the repository. */
-export const TACKER_SAMPLES = process.env.VNFM_TACKER_SAMPLES ?? resolve(REPO, '..', 'shared', 'tacker-samples');
-
-/** True when the Tacker samples are available on this machine. */
-export const HAVE_TACKER_SAMPLES = existsSync(TACKER_SAMPLES);
+/** Tacker's sample packages (copied byte for byte from openstack/tacker, see their NOTICE). */
+export const TACKER_SAMPLES = TACKER_SAMPLES_DIR;
 
 /** The three Tacker packages the tests parse, with the folder of their ETSI type files. */
 export const TACKER_PACKAGES = {

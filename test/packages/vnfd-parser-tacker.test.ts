@@ -6,9 +6,8 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { VnfPackageModel } from '../../src/packages/vnfd-model.ts';
 import { parseVnfPackage } from '../../src/packages/vnfd-parser.ts';
-import { type EtsiVariant, HAVE_TACKER_SAMPLES, packageFiles, TACKER_PACKAGES, TACKER_SAMPLES, throughCsar } from './package-fixtures.ts';
+import { type EtsiVariant, packageFiles, TACKER_PACKAGES, TACKER_SAMPLES, throughCsar } from './package-fixtures.ts';
 
-const skip = HAVE_TACKER_SAMPLES ? false : `Tacker samples not found at ${TACKER_SAMPLES} (set VNFM_TACKER_SAMPLES)`;
 
 type Variant = EtsiVariant | 'url-imports';
 const VARIANTS: Variant[] = ['absent', 'tacker-copies', 'repaired-copies', 'url-imports'];
@@ -55,7 +54,7 @@ async function allVariants(pkg: { dir: string; etsi: string }): Promise<Map<Vari
   return out;
 }
 
-describe('Tacker sample packages', { skip }, () => {
+describe('Tacker sample packages', () => {
   test('basic_lcms_min: VM VNF with an AutoScalingGroup VDU and BaseHOT', async () => {
     const models = await allVariants(TACKER_PACKAGES.basicLcmsMin);
     assertVariants(models);

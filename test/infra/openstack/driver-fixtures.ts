@@ -16,12 +16,13 @@ import type { VnfPackageModel } from '../../../src/packages/vnfd-model.ts';
 import type { OpOccRecord } from '../../../src/model/op-occ.ts';
 import type { VnfInstanceRecord, VnfcResourceInfo } from '../../../src/model/vnf-instance.ts';
 import type { VimConnection } from '../../../src/vims/vim-registry.ts';
+import { STAND_IN_TEMPLATES_DIR } from '../../helpers/fixtures.ts';
+import { realHeatSettings } from '../../helpers/stages.ts';
 
 export const REPO = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-export const SHARED = process.env.VNFM_SHARED_DIR ?? resolve(REPO, '../shared');
 export const VM_BASIC_DIR = join(REPO, 'samples/vm-basic');
-export const LCMS_MIN_DIR = join(SHARED, 'tacker-samples/sol_v2_common/basic_lcms_min/contents');
-export const FAKE_NOVA_NEUTRON_DIR = join(SHARED, 'tools/real-heat/templates/fake-nova-neutron');
+export { LCMS_MIN_DIR } from '../../helpers/fixtures.ts';
+export const FAKE_NOVA_NEUTRON_DIR = STAND_IN_TEMPLATES_DIR;
 
 /** A package as the engine holds it: parsed model + files. */
 export interface LoadedPackage {
@@ -217,38 +218,14 @@ export function markCalls(calls: readonly HeatCall[]): string[] {
 }
 
 
-/** Why the real-Heat stage is skipped, or undefined when it runs (VNFM_REAL_HEAT=1 and Keystone answers). */
-export async function realHeatSkipReason(): Promise<string | undefined> {
-  const authUrl = process.env.OS_AUTH_URL ?? 'http://127.0.0.1:5000/v3';
-  if (process.env.VNFM_REAL_HEAT !== '1') return 'real Heat stage not enabled: set VNFM_REAL_HEAT=1 (see scripts/real-heat.sh)';
-  try {
-    await fetch(authUrl, { signal: AbortSignal.timeout(3000) });
-  } catch {
-    return `Keystone unreachable at ${authUrl}: run "bash scripts/real-heat.sh up" first`;
-  }
-  try {
-    readFileSync(join(FAKE_NOVA_NEUTRON_DIR, 'env.yaml'));
-  } catch {
-    return `stand-in templates not found in ${FAKE_NOVA_NEUTRON_DIR} (set VNFM_SHARED_DIR)`;
-  }
-  return undefined;
-}
-
 /** The real Heat's VIM connection (admin-openrc values, overridable by OS_* env), with the stand-in environment. */
 export function realHeatVim(): VimConnection {
-  const env = process.env;
+  const s = realHeatSettings();
   return {
     vimId: 'real-heat',
     vimType: 'ETSINFV.OPENSTACK_KEYSTONE.V_3',
-    interfaceInfo: { endpoint: env.OS_AUTH_URL ?? 'http://127.0.0.1:5000/v3' },
-    accessInfo: {
-      username: env.OS_USERNAME ?? 'admin',
-      password: env.OS_PASSWORD ?? 'admin-secret',
-      project: env.OS_PROJECT_NAME ?? 'admin',
-      userDomain: env.OS_USER_DOMAIN_NAME ?? 'Default',
-      projectDomain: env.OS_PROJECT_DOMAIN_NAME ?? 'Default',
-      region: env.OS_REGION_NAME ?? 'RegionOne',
-    },
+    interfaceInfo: { endpoint: s.authUrl },
+    accessInfo: { username: s.username, password: s.password, project: s.project, userDomain: s.userDomain, projectDomain: s.projectDomain, region: s.region },
     extra: fakeNovaNeutronExtra(),
   };
 }

@@ -1,18 +1,18 @@
 /**
  * The OpenStack driver against a REAL Keystone + Heat with Tacker's `basic_lcms_min` on the
  * nova/neutron stand-ins: entire heal of a VNF at scale level 1 re-creates the stack (new id)
- * with 2 VDU1, then terminate. Skipped unless VNFM_REAL_HEAT=1 and Keystone answers.
+ * with 2 VDU1, then terminate. Test stage `real-heat`.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { InfraDriver } from '../../../src/infra/infra-driver.ts';
 import { createOpenStackDriver } from '../../../src/infra/openstack/index.ts';
-import { applyObserved, LCMS_MIN_DIR, loadPackage, makeContext, newOp, realHeatSkipReason, realHeatVim, type TestContext, uniqueInstanceId } from './driver-fixtures.ts';
+import { stage } from '../../helpers/stages.ts';
+import { applyObserved, LCMS_MIN_DIR, loadPackage, makeContext, newOp, realHeatVim, type TestContext, uniqueInstanceId } from './driver-fixtures.ts';
 
-const reason = await realHeatSkipReason();
-if (reason !== undefined) console.log(`# SKIP driver entire heal on real Heat: ${reason}`);
+const realHeat = await stage('real-heat');
 
-describe('OpenStack driver entire heal on a real Heat (basic_lcms_min)', { timeout: 180_000, skip: reason ?? false }, () => {
+describe('OpenStack driver entire heal on a real Heat (basic_lcms_min)', { timeout: 180_000, skip: realHeat.skip }, () => {
   let driver: InfraDriver;
   let ctx: TestContext;
 

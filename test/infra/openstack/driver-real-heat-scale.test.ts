@@ -1,12 +1,13 @@
 /**
  * The OpenStack driver against a REAL Keystone + Heat with Tacker's `basic_lcms_min` on the
  * nova/neutron stand-ins: scale out, scale in (the member the driver marks is the one Heat
- * removes), terminate. Skipped unless VNFM_REAL_HEAT=1 and Keystone answers.
+ * removes), terminate. Test stage `real-heat`.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { InfraDriver } from '../../../src/infra/infra-driver.ts';
 import { createOpenStackDriver } from '../../../src/infra/openstack/index.ts';
+import { stage } from '../../helpers/stages.ts';
 import {
   applyObserved,
   LCMS_MIN_DIR,
@@ -14,7 +15,6 @@ import {
   makeContext,
   markCalls,
   newOp,
-  realHeatSkipReason,
   realHeatVim,
   recordFetch,
   scalePlan,
@@ -22,10 +22,9 @@ import {
   uniqueInstanceId,
 } from './driver-fixtures.ts';
 
-const reason = await realHeatSkipReason();
-if (reason !== undefined) console.log(`# SKIP driver scale on real Heat: ${reason}`);
+const realHeat = await stage('real-heat');
 
-describe('OpenStack driver scale on a real Heat (basic_lcms_min)', { timeout: 180_000, skip: reason ?? false }, () => {
+describe('OpenStack driver scale on a real Heat (basic_lcms_min)', { timeout: 180_000, skip: realHeat.skip }, () => {
   let driver: InfraDriver;
   let ctx: TestContext;
 

@@ -2,12 +2,13 @@
  * The OpenStack driver against a REAL Keystone + Heat (scripts/real-heat.sh), with
  * `samples/vm-basic` on the nova/neutron/cinder stand-ins (the VIM's Heat environment):
  * instantiate, observe, VNFC heal of one group member (timed), heal with its volume, terminate.
- * Skipped unless VNFM_REAL_HEAT=1 and Keystone answers.
+ * Test stage `real-heat`.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { InfraDriver, ObservedResources } from '../../../src/infra/infra-driver.ts';
 import { createOpenStackDriver } from '../../../src/infra/openstack/index.ts';
+import { stage } from '../../helpers/stages.ts';
 import {
   applyObserved,
   healPlan,
@@ -15,7 +16,6 @@ import {
   makeContext,
   markCalls,
   newOp,
-  realHeatSkipReason,
   realHeatVim,
   recordFetch,
   type TestContext,
@@ -23,10 +23,9 @@ import {
   VM_BASIC_DIR,
 } from './driver-fixtures.ts';
 
-const reason = await realHeatSkipReason();
-if (reason !== undefined) console.log(`# SKIP driver on real Heat: ${reason}`);
+const realHeat = await stage('real-heat');
 
-describe('OpenStack driver on a real Heat (vm-basic)', { timeout: 180_000, skip: reason ?? false }, () => {
+describe('OpenStack driver on a real Heat (vm-basic)', { timeout: 180_000, skip: realHeat.skip }, () => {
   let driver: InfraDriver;
   let ctx: TestContext;
 

@@ -1,19 +1,16 @@
 /**
  * The OpenStack driver with Tacker's own `basic_lcms_min` package (built as a CSAR from the
- * shared Tacker samples) on the simulated OpenStack: the BaseHOT of a real Tacker package must run
+ * Tacker samples in test/fixtures) on the simulated OpenStack: the BaseHOT of a real Tacker package must run
  * unchanged (VDU1 in an AutoScalingGroup, VDU2 standalone, a server group, an internal network).
  */
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import type { InfraDriver, ObservedResources } from '../../../src/infra/infra-driver.ts';
 import { createOpenStackDriver } from '../../../src/infra/openstack/index.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../../src/sim/openstack/index.ts';
 import { applyObserved, healPlan, LCMS_MIN_DIR, loadPackage, makeContext, markCalls, newOp, recordFetch, scalePlan, type TestContext } from './driver-fixtures.ts';
 
-const skip = existsSync(LCMS_MIN_DIR) ? false : `Tacker sample not found at ${LCMS_MIN_DIR} (set VNFM_SHARED_DIR)`;
-
-describe('OpenStack driver with Tacker basic_lcms_min on the simulated OpenStack', { timeout: 60_000, skip }, () => {
+describe('OpenStack driver with Tacker basic_lcms_min on the simulated OpenStack', { timeout: 60_000 }, () => {
   let sim: OpenStackSim;
   let driver: InfraDriver;
   let ctx: TestContext;

@@ -1,42 +1,24 @@
 /**
  * Integration test against a REAL Keystone + Heat (see docs/real-heat.md): create a Tacker-like
  * stack, VNFC heal at nested depth 2 (mark one AutoScalingGroup member's server unhealthy in its
- * member stack, PATCH the top stack), scale by parameter, delete. Skipped unless
- * VNFM_REAL_HEAT=1 and Keystone answers. Prints the time of each step.
+ * member stack, PATCH the top stack), scale by parameter, delete. Test stage
+ * `real-heat` (test/helpers/stages.ts). Prints the time of each step.
  */
 import assert from 'node:assert/strict';
 import { readdirSync, readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { parse as parseYaml } from 'yaml';
 import { HeatClient, type HeatResource, type HeatStackRef } from '../../../src/infra/openstack/heat-client.ts';
 import { KeystoneAuth } from '../../../src/infra/openstack/keystone-auth.ts';
 import { OpenStackError } from '../../../src/infra/openstack/openstack-error.ts';
+import { STAND_IN_TEMPLATES_DIR } from '../../helpers/fixtures.ts';
+import { realHeatSettings, stage } from '../../helpers/stages.ts';
 
-const env = process.env;
-const repo = resolve(dirname(fileURLToPath(import.meta.url)), '../../..');
-const sharedDir = env.VNFM_SHARED_DIR ?? resolve(repo, '../shared');
-const templatesDir = join(sharedDir, 'tools/real-heat/templates/fake-nova-neutron');
-const authUrl = env.OS_AUTH_URL ?? 'http://127.0.0.1:5000/v3';
-
-async function skipReason(): Promise<string | undefined> {
-  if (env.VNFM_REAL_HEAT !== '1') return 'real Heat stage not enabled: set VNFM_REAL_HEAT=1 (and run scripts/real-heat.sh up) to run it';
-  try {
-    await fetch(authUrl, { signal: AbortSignal.timeout(3000) });
-  } catch {
-    return `Keystone unreachable at ${authUrl}: run "bash scripts/real-heat.sh up" first`;
-  }
-  try {
-    readFileSync(join(templatesDir, 'tacker_like.yaml'));
-  } catch {
-    return `templates not found in ${templatesDir} (set VNFM_SHARED_DIR)`;
-  }
-  return undefined;
-}
-
-const reason = await skipReason();
-if (reason !== undefined) console.log(`# SKIP real Heat integration: ${reason}`);
+const settings = realHeatSettings();
+const templatesDir = STAND_IN_TEMPLATES_DIR;
+const authUrl = settings.authUrl;
+const realHeat = await stage('real-heat');
 
 const timings: [string, number][] = [];
 async function step<T>(label: string, fn: () => Promise<T>): Promise<T> {
@@ -54,7 +36,7 @@ function index(rows: HeatResource[]): Map<string, HeatResource> {
 }
 
 describe('real Keystone + Heat', { timeout: 180_000 }, () => {
-  const opts = { skip: reason ?? false };
+  const opts = { skip: realHeat.skip };
   let auth: KeystoneAuth;
   let heat: HeatClient;
   let ref: HeatStackRef | undefined;
@@ -67,12 +49,12 @@ describe('real Keystone + Heat', { timeout: 180_000 }, () => {
   before(() => {
     auth = new KeystoneAuth({
       authUrl,
-      username: env.OS_USERNAME ?? 'admin',
-      password: env.OS_PASSWORD ?? 'admin-secret',
-      projectName: env.OS_PROJECT_NAME ?? 'admin',
-      userDomainName: env.OS_USER_DOMAIN_NAME ?? 'Default',
-      projectDomainName: env.OS_PROJECT_DOMAIN_NAME ?? 'Default',
-      ...(env.OS_REGION_NAME ? { region: env.OS_REGION_NAME } : {}),
+      username: settings.username,
+      password: settings.password,
+      projectName: settings.project,
+      userDomainName: settings.userDomain,
+      projectDomainName: settings.projectDomain,
+      region: settings.region,
     });
     heat = new HeatClient({ auth });
   });
@@ -97,7 +79,7 @@ describe('real Keystone + Heat', { timeout: 180_000 }, () => {
     const url = await auth.endpoint('orchestration');
     assert.match(url, new RegExp(`/v1/${await auth.projectId()}$`));
     const info = await step('validate token', () => auth.validateToken(token));
-    assert.equal(info?.userName, env.OS_USERNAME ?? 'admin');
+    assert.equal(info?.userName, settings.username);
     assert.ok(info?.roles.includes('admin'));
     assert.equal(await auth.validateToken('gAAAAABnot-a-token-0000000000000000000000000000'), null);
   });

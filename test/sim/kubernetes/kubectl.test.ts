@@ -6,7 +6,10 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { type KubernetesSim, startKubernetesSim } from '../../../src/sim/kubernetes/index.ts';
-import { type KubectlResult, kubectlAvailable, kubectlFor, simFetch, waitFor } from './sim-test-helpers.ts';
+import { stage } from '../../helpers/stages.ts';
+import { type KubectlResult, kubectlFor, simFetch, waitFor } from './sim-test-helpers.ts';
+
+const { skip } = await stage('kubectl');
 
 const DEPLOYMENT = `
 apiVersion: apps/v1
@@ -74,7 +77,7 @@ function rows(out: string): string[][] {
     .map((l) => l.trim().split(/\s{2,}/));
 }
 
-describe('simulated Kubernetes with the real kubectl', { skip: !kubectlAvailable() && 'kubectl not installed' }, () => {
+describe('simulated Kubernetes with the real kubectl', { skip }, () => {
   let sim: KubernetesSim;
   let k: ReturnType<typeof kubectlFor>;
 

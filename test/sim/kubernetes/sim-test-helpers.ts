@@ -3,7 +3,7 @@
  * `/_sim` control endpoints), polling, and a kubectl runner with an isolated HOME/kubeconfig.
  */
 import { execFile } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubernetesSim } from '../../../src/sim/kubernetes/index.ts';
@@ -60,11 +60,6 @@ export interface KubectlResult {
   code: number;
   stdout: string;
   stderr: string;
-}
-
-/** Whether the real kubectl binary is available. */
-export function kubectlAvailable(): boolean {
-  return ['/usr/bin/kubectl', '/usr/local/bin/kubectl'].some((p) => existsSync(p));
 }
 
 /** A kubectl bound to a simulator through a temporary kubeconfig and HOME (isolated discovery cache). */

@@ -1,13 +1,10 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { type OpenStackSim, startOpenStackSim } from '../../../src/sim/openstack/index.ts';
 import { call, login, realHeatTemplate, type Session, settled, stackOf, waitStack } from './helpers.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: resource rows are free-form JSON
 type Row = any;
-
-const haveShared = existsSync(new URL('../../../../shared/tools/real-heat/templates/vnf.yaml', import.meta.url));
 
 describe('OpenStack sim: Heat features', () => {
   let sim: OpenStackSim;
@@ -186,7 +183,7 @@ describe('OpenStack sim: Heat features', () => {
     await call('DELETE', url, s.token);
   });
 
-  it('runs the real-heat vnf.yaml: ResourceGroup members, ScalingPolicy signals, heal at depth 1 and 2', { skip: haveShared ? false : 'shared templates not present' }, async () => {
+  it('runs the real-heat vnf.yaml: ResourceGroup members, ScalingPolicy signals, heal at depth 1 and 2', async () => {
     const { url, stack } = await create('rh-vnf', realHeatTemplate('vnf.yaml'), { files: { 'vdu.yaml': realHeatTemplate('vdu.yaml') } });
     assert.equal(stack.stack_status, 'CREATE_COMPLETE', stack.stack_status_reason);
     const rows = async (depth: number): Promise<Row[]> => (await call('GET', `${url}/resources?nested_depth=${depth}`, s.token)).body.resources;
@@ -252,7 +249,7 @@ describe('OpenStack sim: Heat features', () => {
     await waitStack(s, url, (x) => x === 'DELETE_COMPLETE');
   });
 
-  it('takes a stand-in environment (real-heat fake_*.yaml mappings) and still simulates natively', { skip: haveShared ? false : 'shared templates not present' }, async () => {
+  it('takes a stand-in environment (real-heat fake_*.yaml mappings) and still simulates natively', async () => {
     const env = { resource_registry: { 'OS::Nova::Server': 'fake_server.yaml', 'OS::Neutron::Port': 'fake_port.yaml' } };
     const { url, stack } = await create('tk-like', realHeatTemplate('fake-nova-neutron/tacker_like.yaml'), {
       files: {

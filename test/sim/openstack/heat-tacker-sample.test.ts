@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, it } from 'node:test';
 import { type OpenStackSim, startOpenStackSim } from '../../../src/sim/openstack/index.ts';
 import { basicLcmsMin, call, login, nfvFor, type Session, settled, stackOf, waitStack } from './helpers.ts';
@@ -7,14 +7,12 @@ import { basicLcmsMin, call, login, nfvFor, type Session, settled, stackOf, wait
 // biome-ignore lint/suspicious/noExplicitAny: resource rows are free-form JSON
 type Row = any;
 
-const haveShared = existsSync(new URL('../../../../shared/tacker-samples/sol_v2_common/basic_lcms_min/', import.meta.url));
-
 /** Rows keyed `parent_resource/resource_name` ('' parent for the top stack), like the real-heat exercise does. */
 function index(rows: Row[]): Map<string, Row> {
   return new Map(rows.map((r) => [`${r.parent_resource ?? ''}/${r.resource_name}`, r]));
 }
 
-describe('OpenStack sim: Heat with Tacker basic_lcms_min', { skip: haveShared ? false : 'shared/tacker-samples not present' }, () => {
+describe('OpenStack sim: Heat with Tacker basic_lcms_min', () => {
   let sim: OpenStackSim;
   let s: Session;
   let stackUrl: string;

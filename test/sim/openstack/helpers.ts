@@ -3,6 +3,8 @@
  * VNFM's driver does (token from Keystone, endpoints from the catalog, Heat 302 lookups).
  */
 import { readFileSync } from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { REAL_HEAT_TEMPLATES_DIR, TACKER_SAMPLES_DIR } from '../../helpers/fixtures.ts';
 import type { OpenStackSim } from '../../../src/sim/openstack/index.ts';
 
 /** A JSON HTTP answer. */
@@ -77,8 +79,8 @@ export async function waitStack(s: Session, url: string, done: (status: string) 
 /** Stack settled (no `*_IN_PROGRESS`). */
 export const settled = (status: string): boolean => !status.endsWith('_IN_PROGRESS');
 
-const SAMPLES = new URL('../../../../shared/tacker-samples/sol_v2_common/', import.meta.url);
-const REAL_HEAT_TEMPLATES = new URL('../../../../shared/tools/real-heat/templates/', import.meta.url);
+const SAMPLES = pathToFileURL(`${TACKER_SAMPLES_DIR}/sol_v2_common/`);
+const REAL_HEAT_TEMPLATES = pathToFileURL(`${REAL_HEAT_TEMPLATES_DIR}/`);
 
 /** Tacker's `basic_lcms_min` BaseHOT (top template + nested VDU1.yaml), unchanged. */
 export function basicLcmsMin(): { template: string; files: Record<string, string> } {
