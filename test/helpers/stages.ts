@@ -147,19 +147,22 @@ async function probeRealHeat(): Promise<string | undefined> {
   return undefined;
 }
 
-function probeCommand(cmd: string, args: string[], what: string, fix: string): string | undefined {
-  const r = spawnSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 120_000, env: { PATH: process.env.PATH ?? '/usr/bin:/bin', HOME: process.env.HOME ?? '/tmp' } });
+function probeCommand(cmd: string, args: string[], what: string, fix: string, path = process.env.PATH ?? '/usr/bin:/bin'): string | undefined {
+  const r = spawnSync(cmd, args, { stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 120_000, env: { PATH: path, HOME: process.env.HOME ?? '/tmp' } });
   if (r.error) return `${what} is not available (${(r.error as NodeJS.ErrnoException).code ?? r.error.message}): ${fix}`;
   if (r.status !== 0) return `${what} does not work (\`${cmd} ${args.join(' ')}\` exited ${r.status}: ${(r.stderr ?? '').trim().split('\n').slice(-1)[0] ?? ''}): ${fix}`;
   return undefined;
 }
 
+const TACKER_FIX = 'install the Debian packages python3-tackerclient and python3-openstackclient';
+
 const PROBES: Record<StageName, () => Promise<string | undefined>> = {
   pg: probePg,
   'real-heat': probeRealHeat,
+  // the system's Python and `openstack`, as test/helpers/tacker-cli.ts runs them (PATH=/usr/bin:/bin)
   'tacker-cli': async () =>
-    probeCommand('python3', ['-c', 'import tackerclient.osc.v1.vnflcm.vnflcm'], 'the Tacker CLI plugin (python3-tackerclient)', 'install the Debian package python3-tackerclient') ??
-    probeCommand('openstack', ['--version'], 'the `openstack` command', 'install the Debian package python3-tackerclient'),
+    probeCommand('python3', ['-c', 'import tackerclient.osc.v1.vnflcm.vnflcm'], 'the Tacker CLI plugin (python3-tackerclient)', TACKER_FIX, '/usr/bin:/bin') ??
+    probeCommand('openstack', ['--version'], 'the `openstack` command', TACKER_FIX, '/usr/bin:/bin'),
   kubectl: async () => probeCommand('kubectl', ['version', '--client'], 'kubectl', 'install kubectl (Debian package kubernetes-client)'),
 };
 
