@@ -25,7 +25,8 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
     },
   });
   const store = opts.store ?? (await testStore());
-  const port = opts.listen ? await freePort() : 9890;
+  // port 0: the kernel picks a free port at listen time (no probe-then-bind race between test files)
+  const port = opts.listen ? 0 : 9890;
   const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, ...(opts.config ?? {}) } as ConfigInput });
   const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}), ...(opts.without ? { without: opts.without } : {}) });
   return {
@@ -39,7 +40,10 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
   };
 }
 
-/** A free TCP port on 127.0.0.1. */
+/**
+ * A free TCP port on 127.0.0.1, for a server in another process that cannot be told to listen on
+ * port 0. The port is free when probed, so prefer port 0 wherever the server can report its port.
+ */
 export async function freePort(): Promise<number> {
   const net = await import('node:net');
   return new Promise((resolve, reject) => {
