@@ -1,15 +1,14 @@
 /**
  * ETSI conformance oracle for tests: validates bodies against the ETSI-published definitions
- * (`shared/etsi/validate.mjs`), so our own TypeBox schemas are never the only judge of what
+ * vendored under `test/fixtures/etsi/` (see its NOTICE), with our own validator
+ * (`etsi-validator.ts`), so our own TypeBox schemas are never the only judge of what
  * "SOL-conformant" means.
  *
  * v2 API bodies are checked against SOL002/SOL003 v3.7.1 (OpenAPI), v1 API bodies against the
  * JSON schemas of the ETSI conformance suite v2.6.1 (the ones its Robot tests use).
  */
 import { AssertionError } from 'node:assert';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { ETSI_FIXTURES_DIR, EtsiValidator } from './etsi-validator.ts';
 
 /** Which of our APIs a body belongs to. */
 export type EtsiApiVersion = 'v1' | 'v2';
@@ -39,21 +38,8 @@ export interface EtsiCheckResult {
   readonly errors: readonly EtsiProblem[];
 }
 
-// Minimal local view of validate.mjs, so type-checking does not depend on where the shared folder lives.
-interface ValidatorLike {
-  validateSchema(name: string, data: unknown, opts?: { array?: boolean }): EtsiCheckResult;
-}
-interface ValidateModule {
-  createEtsiValidator(options: Record<string, unknown>): ValidatorLike;
-}
-
-const REPO_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-/** The shared folder: `VNFM_SHARED_DIR`, else `<repo>/../shared`. */
-export const SHARED_DIR = process.env.VNFM_SHARED_DIR ?? path.resolve(REPO_ROOT, '..', 'shared');
-
-/** The folder holding validate.mjs and the ETSI definitions. */
-export const ETSI_DIR = path.join(SHARED_DIR, 'etsi');
+/** The folder holding the vendored ETSI definitions and our sample bodies (`test/fixtures/etsi`). */
+export const ETSI_DIR = ETSI_FIXTURES_DIR;
 
 const SPEC_OF: Record<EtsiApiVersion, '3.7.1' | '2.6.1'> = { v2: '3.7.1', v1: '2.6.1' };
 
@@ -81,7 +67,7 @@ const V1_NAMES: Record<'002' | '003', Record<string, string | null>> = {
     LccnSubscription: 'subscription',
     ProblemDetails: 'ProblemDetails',
     ApiVersionInformation: 'ApiVersionInformation',
-    // empty files upstream (see shared/etsi/README.md)
+    // empty files upstream (see test/fixtures/etsi/NOTICE)
     VnfLcmOperationOccurrenceNotification: null,
     VnfIdentifierCreationNotification: null,
     VnfIdentifierDeletionNotification: null,
@@ -89,45 +75,18 @@ const V1_NAMES: Record<'002' | '003', Record<string, string | null>> = {
   },
 };
 
-/** v2 names that need qualifying with the 3.7.1 interface folder to be unambiguous. */
+/** v2 names looked up in a specific 3.7.1 interface (not the default VNFLifecycleManagement). */
 const V2_NAMES: Record<string, string> = {
   VnfPkgInfo: 'VNFPackageManagement:VnfPkgInfo',
 };
 
-const validators = new Map<string, ValidatorLike>();
+const validators = new Map<string, EtsiValidator>();
 
-async function loadModule(): Promise<ValidateModule> {
-  const file = path.join(ETSI_DIR, 'validate.mjs');
-  if (!existsSync(file)) {
-    throw new Error(`ETSI validator not found at ${file}; set VNFM_SHARED_DIR to the folder that contains etsi/validate.mjs`);
-  }
-  return (await import(pathToFileURL(file).href)) as ValidateModule;
-}
-
-// validate.mjs resolves ajv/js-yaml from the current directory; run its set-up from the repo root
-// so tests started from elsewhere still find the project's node_modules.
-function createValidator(mod: ValidateModule, options: Record<string, unknown>): ValidatorLike {
-  const cwd = process.cwd();
-  if (cwd === REPO_ROOT) return mod.createEtsiValidator(options);
-  try {
-    process.chdir(REPO_ROOT);
-  } catch {
-    return mod.createEtsiValidator(options);
-  }
-  try {
-    return mod.createEtsiValidator(options);
-  } finally {
-    process.chdir(cwd);
-  }
-}
-
-const mod: ValidateModule = await loadModule();
-
-function validatorFor(version: EtsiApiVersion, sol: '002' | '003', noExtra: boolean): ValidatorLike {
+function validatorFor(version: EtsiApiVersion, sol: '002' | '003', noExtra: boolean): EtsiValidator {
   const key = `${version}|${sol}|${noExtra}`;
   let v = validators.get(key);
   if (!v) {
-    v = createValidator(mod, { spec: SPEC_OF[version], sol, noExtra });
+    v = new EtsiValidator({ spec: SPEC_OF[version], sol, noExtra });
     validators.set(key, v);
   }
   return v;
@@ -148,7 +107,7 @@ export function etsiSchemaName(version: EtsiApiVersion, schemaName: string, sol:
 export function checkEtsi(version: EtsiApiVersion, schemaName: string, body: unknown, opts: EtsiCheckOptions = {}): EtsiCheckResult {
   const sol = opts.sol ?? '003';
   const validator = validatorFor(version, sol, opts.noExtra ?? false);
-  const r = validator.validateSchema(etsiSchemaName(version, schemaName, sol), body, { array: opts.array ?? false });
+  const r = validator.validate(etsiSchemaName(version, schemaName, sol), body, { array: opts.array ?? false });
   return { valid: r.valid, target: r.target, errors: r.errors };
 }
 

@@ -2,6 +2,7 @@ import assert, { AssertionError } from 'node:assert/strict';
 import { readFileSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import { describe, it } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { applyAttributeSelector } from '../../../src/api/sol/attribute-selector.ts';
 import { ETSI_DIR, checkEtsi, etsiSchemaName, expectEtsiValid } from '../../helpers/etsi.ts';
 
@@ -78,10 +79,28 @@ describe('expectEtsiValid', () => {
     assert.throws(() => expectEtsiValid('v2', 'LccnSubscription', { ...(sub as object), callbakUri: 'x' }, { noExtra: true }), /callbakUri/);
   });
 
-  it('v2 VnfPkgInfo resolves in the package management interface', () => {
+  it('v2 VnfPkgInfo resolves in the package management interface, with checksum as {algorithm, hash}', () => {
     const r = checkEtsi('v2', 'VnfPkgInfo', {});
     assert.equal(r.valid, false);
     assert.match(r.target, /VNFPackageManagement/);
+    const href = { href: 'http://127.0.0.1:9890/vnfpkgm/v2/vnf_packages/p1' };
+    const pkg = { id: 'p1', onboardingState: 'ONBOARDED', operationalState: 'ENABLED', usageState: 'NOT_IN_USE', _links: { self: href, packageContent: href } };
+    expectEtsiValid('v2', 'VnfPkgInfo', { ...pkg, checksum: { algorithm: 'SHA-256', hash: 'ab'.repeat(32) } });
+    assert.throws(() => expectEtsiValid('v2', 'VnfPkgInfo', { ...pkg, checksum: 'ab'.repeat(32) }), /\/checksum: must be object/);
+  });
+
+  it('uses the ETSI definitions vendored in the repository (test/fixtures/etsi)', () => {
+    const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', '..');
+    assert.equal(path.relative(repo, ETSI_DIR).split(path.sep).join('/'), 'test/fixtures/etsi');
+    const r = checkEtsi('v2', 'VnfLcmOpOcc', load('v2/VnfLcmOpOcc.heal.processing.json'));
+    assert.equal(r.target, 'SOL003/VNFLifecycleManagement/definitions/SOL003VNFLifecycleManagement_def.yaml#/definitions/VnfLcmOpOcc');
+    assert.equal(checkEtsi('v1', 'VnfLcmOpOcc', {}).target, 'SOL003/VNFLifecycleManagement-API/schemas/VnfLcmOpOcc.schema.json#');
+  });
+
+  it('names the ETSI file in its assertion message and reports unknown names clearly', () => {
+    assert.throws(() => expectEtsiValid('v2', 'VnfLcmOpOcc', {}), /SOL003 3\.7\.1, SOL003\/VNFLifecycleManagement\/definitions\/SOL003VNFLifecycleManagement_def\.yaml#\/definitions\/VnfLcmOpOcc\)/);
+    assert.throws(() => checkEtsi('v2', 'VnfLcmOpOc', {}), /unknown ETSI 3\.7\.1 SOL003 schema "VnfLcmOpOc"/);
+    assert.throws(() => checkEtsi('v1', 'VnfLcmOpOc', {}), /unknown ETSI 2\.6\.1 SOL003 VNFLifecycleManagement-API schema "VnfLcmOpOc"/);
   });
 });
 
