@@ -2,12 +2,14 @@
  * VNF instance resources of both facades (`/vnflcm/v1`, `/vnflcm/v2`): create / list / show /
  * modify / delete with ETSI-valid bodies, the v2 Version header rules, SOL013 attribute selectors,
  * filter and paging, MODIFY_INFO op occs, vimConnectionInfo completion from the VIM registry (and
- * secrets never returned), the delete rules, and identifier notifications in the outbox.
+ * secrets never returned), the delete rules, and identifier notifications in the outbox. Runs on
+ * PGlite and on PostgreSQL (describeStores; the PostgreSQL half is the `pg` stage).
  */
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
+import { describeStores } from '../helpers/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { FAKE_VIM, FakeDriver } from '../helpers/fake-driver.ts';
 import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
@@ -76,26 +78,26 @@ async function outboxTypes(instanceId: string): Promise<string[]> {
   return rows.map((r) => r.notification as Record<string, unknown>).filter((n) => n.vnfInstanceId === instanceId).map((n) => n.notificationType as string);
 }
 
-before(async () => {
-  fake = new FakeDriver();
-  vnfm = await testVnfm({ plugins: [(ctx) => ctx.engine?.drivers.register(fake)], config: { pageSize: 2, runner: { pollMs: 50, leaseMs: 2000, concurrency: 4, workerId: 'inst-test' } } });
-  const pkg = await onboard(vnfm.app, csarOf(join(ROOT, 'samples/vm-basic')), () => vnfm.ctx.packages.idle());
-  vnfdId = pkg.vnfdId as string;
-  pkgId = pkg.id as string;
-  const vim = await vnfm.app.inject({
-    method: 'POST',
-    url: '/v1.0/vims',
-    payload: { vim: { name: 'os-inst', type: 'openstack', auth_url: 'http://127.0.0.1:5000/v3', auth_cred: { username: 'admin', password: OS_PASSWORD }, vim_project: { name: 'admin' } } },
+await describeStores('VNF instances', (env) => {
+  before(async () => {
+    fake = new FakeDriver();
+    vnfm = await testVnfm({ store: await env.open(), plugins: [(ctx) => ctx.engine?.drivers.register(fake)], config: { pageSize: 2, runner: { pollMs: 50, leaseMs: 60_000, concurrency: 4, workerId: 'inst-test' } } });
+    const pkg = await onboard(vnfm.app, csarOf(join(ROOT, 'samples/vm-basic')), () => vnfm.ctx.packages.idle());
+    vnfdId = pkg.vnfdId as string;
+    pkgId = pkg.id as string;
+    const vim = await vnfm.app.inject({
+      method: 'POST',
+      url: '/v1.0/vims',
+      payload: { vim: { name: 'os-inst', type: 'openstack', auth_url: 'http://127.0.0.1:5000/v3', auth_cred: { username: 'admin', password: OS_PASSWORD }, vim_project: { name: 'admin' } } },
+    });
+    assert.equal(vim.statusCode, 201, vim.body);
+    vimId = vim.json().vim.id;
+    await vnfm.store.db.insertInto('subscription').values({ id: 'sub-inst', api_version: 'v2', callback_uri: 'http://127.0.0.1:9/cb', filter: JSON.stringify(null), verbosity: 'FULL', auth_types: '[]', auth_secret: null, dedupe_key: 'inst' }).execute();
   });
-  assert.equal(vim.statusCode, 201, vim.body);
-  vimId = vim.json().vim.id;
-  await vnfm.store.db.insertInto('subscription').values({ id: 'sub-inst', api_version: 'v2', callback_uri: 'http://127.0.0.1:9/cb', filter: JSON.stringify(null), verbosity: 'FULL', auth_types: '[]', auth_secret: null, dedupe_key: 'inst' }).execute();
-});
-after(async () => {
-  await vnfm?.close();
-});
+  after(async () => {
+    await vnfm?.close();
+  });
 
-describe('VNF instances', () => {
   it('v2: Version header missing is 400, unsupported is 406, malformed is 400; api_versions needs none', async () => {
     const missing = await req('GET', '/vnflcm/v2/vnf_instances', undefined, {});
     assertProblem(missing, 400);

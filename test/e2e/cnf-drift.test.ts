@@ -2,13 +2,15 @@
  * CNF drift and faults end to end (VNFM over HTTP + simulated Kubernetes): healing a VNFC whose pod
  * Kubernetes already replaced, a cluster API outage in the middle of a heal (FAILED_TEMP, then
  * retry), and the drift sync (`POST /vnflcm/v2/vnf_instances/{id}/sync` and the periodic pass)
- * that records pods replaced outside any operation with stable VNFC ids.
+ * that records pods replaced outside any operation with stable VNFC ids. Runs on PGlite and on
+ * PostgreSQL (describeStores; the PostgreSQL half is the `pg` stage).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import type { KubeObject } from '../../src/infra/kubernetes/index.ts';
 import { VDU_LABEL } from '../../src/infra/kubernetes/index.ts';
 import { DriftSync, resolveSyncOptions, type SyncContext } from '../../src/lcm/sync.ts';
+import { describeStores } from '../helpers/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { type CnfEnv, createInstance, getInstance, instantiate, isReady, type Json, notificationsOf, opIdOf, podsOf, startCnfEnv, until, vnfcsOf, waitOp } from './cnf-fixture.ts';
 
@@ -37,17 +39,17 @@ async function sync(id: string) {
   return env.api('POST', `/vnflcm/v2/vnf_instances/${id}/sync`);
 }
 
-before(async () => {
-  env = await startCnfEnv();
-  inst = await createInstance(env, 'v2', 'cnf-drift');
-  await instantiate(env, inst, NS, 'v2');
-});
+await describeStores('CNF drift and faults through the VNFM API (simulated Kubernetes)', (stores) => {
+  before(async () => {
+    env = await startCnfEnv({ store: await stores.open() });
+    inst = await createInstance(env, 'v2', 'cnf-drift');
+    await instantiate(env, inst, NS, 'v2');
+  });
 
-after(async () => {
-  await env?.close();
-});
+  after(async () => {
+    await env?.close();
+  });
 
-describe('CNF drift and faults through the VNFM API (simulated Kubernetes)', () => {
   it('heals a Deployment VNFC whose failed pod Kubernetes already replaced: the replacement is kept, not restarted', async () => {
     const before = await getInstance(env, inst);
     const [target] = vnfcsOf(before, 'VDU3');

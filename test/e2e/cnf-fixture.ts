@@ -12,6 +12,7 @@ import { KubeClient, type KubeObject } from '../../src/infra/kubernetes/index.ts
 import { INSTANCE_LABEL } from '../../src/infra/kubernetes/manifests.ts';
 import type { SyncOptions } from '../../src/lcm/sync.ts';
 import { type KubernetesSim, startKubernetesSim } from '../../src/sim/kubernetes/index.ts';
+import type { Store } from '../../src/store/db.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { csarOf, ROOT } from '../helpers/packages.ts';
 
@@ -48,13 +49,17 @@ export interface CnfEnv {
   close(): Promise<void>;
 }
 
-/** Starts the cluster and the VNFM, registers the VIM and onboards the sample CNF. */
-export async function startCnfEnv(opts: { kubeletDelayMs?: number; sync?: Partial<SyncOptions> } = {}): Promise<CnfEnv> {
+/**
+ * Starts the cluster and the VNFM, registers the VIM and onboards the sample CNF. `store`: the
+ * database to use (the caller closes it); a fresh PGlite database otherwise.
+ */
+export async function startCnfEnv(opts: { kubeletDelayMs?: number; sync?: Partial<SyncOptions>; store?: Store } = {}): Promise<CnfEnv> {
   const sim = await startKubernetesSim({ kubeletDelayMs: opts.kubeletDelayMs ?? 50 });
   let vnfm: TestVnfm | undefined;
   try {
     vnfm = await testVnfm({
       listen: true,
+      ...(opts.store ? { store: opts.store } : {}),
       config: { runner: { pollMs: 100 }, vim: { kubernetesWaitMs: 30_000 }, sync: { intervalMs: 0, settleAttempts: 10, settleDelayMs: 200, ...(opts.sync ?? {}) } },
     });
     const v = vnfm;

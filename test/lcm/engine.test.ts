@@ -1,12 +1,15 @@
 /**
  * LCM engine through the HTTP API with the fake infra driver: every state transition, the 409
- * rules, retry / rollback / fail, restart recovery, and ETSI-valid op occ bodies.
+ * rules, retry / rollback / fail, restart recovery, and ETSI-valid op occ bodies. Runs on PGlite
+ * and on PostgreSQL (describeStores; the PostgreSQL half is the `pg` stage).
  */
 import assert from 'node:assert/strict';
-import { after, before, describe, it } from 'node:test';
+import { after, before, it } from 'node:test';
 import { join } from 'node:path';
+import { sql } from 'kysely';
 import { Runner } from '../../src/lcm/runner.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
+import { type StoreEnv, describeStores } from '../helpers/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { FAKE_VIM, FakeDriver } from '../helpers/fake-driver.ts';
 import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
@@ -33,6 +36,11 @@ async function accepted(url: string, payload: unknown): Promise<string> {
   return String(r.headers.location).split('/').pop() as string;
 }
 
+/** Makes the lease on an op occ run out now (what a dead runner's lease does after leaseMs). */
+async function expireLease(opOccId: string): Promise<void> {
+  await sql`update op_occ set lease_until = now() - interval '1 second' where id = ${opOccId}`.execute(vnfm.store.db);
+}
+
 async function settle(): Promise<void> {
   await vnfm.ctx.engine?.runner.idle();
 }
@@ -56,19 +64,20 @@ async function instantiated(v: 'v1' | 'v2' = 'v2'): Promise<string> {
   return id;
 }
 
-before(async () => {
-  fake = new FakeDriver();
-  vnfm = await testVnfm({ plugins: [(ctx) => ctx.engine?.drivers.register(fake)], config: { runner: { pollMs: 50, leaseMs: 2000, concurrency: 8, workerId: 'w1' } } });
-  const pkg = await onboard(vnfm.app, csarOf(join(ROOT, 'samples/vm-basic')), () => vnfm.ctx.packages.idle());
-  vnfdId = pkg.vnfdId as string;
-  // a subscription row so that notifications are written to the outbox
-  await vnfm.store.db.insertInto('subscription').values({ id: 'sub-1', api_version: 'v2', callback_uri: 'http://127.0.0.1:9/cb', filter: JSON.stringify(null), verbosity: 'FULL', auth_types: '[]', auth_secret: null, dedupe_key: 'x' }).execute();
-});
-after(async () => {
-  await vnfm?.close();
-});
+await describeStores('LCM engine', (env: StoreEnv) => {
+  before(async () => {
+    fake = new FakeDriver();
+    // Leases far longer than any test: no lease of the main runner may run out under load.
+    vnfm = await testVnfm({ store: await env.open(), plugins: [(ctx) => ctx.engine?.drivers.register(fake)], config: { runner: { pollMs: 50, leaseMs: 60_000, concurrency: 8, workerId: 'w1' } } });
+    const pkg = await onboard(vnfm.app, csarOf(join(ROOT, 'samples/vm-basic')), () => vnfm.ctx.packages.idle());
+    vnfdId = pkg.vnfdId as string;
+    // a subscription row so that notifications are written to the outbox
+    await vnfm.store.db.insertInto('subscription').values({ id: 'sub-1', api_version: 'v2', callback_uri: 'http://127.0.0.1:9/cb', filter: JSON.stringify(null), verbosity: 'FULL', auth_types: '[]', auth_secret: null, dedupe_key: 'x' }).execute();
+  });
+  after(async () => {
+    await vnfm?.close();
+  });
 
-describe('LCM engine', () => {
   it('instantiates: STARTING -> PROCESSING -> COMPLETED with 3 notifications and ETSI-valid bodies', async () => {
     const id = await createInstance();
     const occId = await accepted(`/vnflcm/v2/vnf_instances/${id}/instantiate`, { flavourId: 'simple', vimConnectionInfo: { vim1: FAKE_VIM } });
@@ -258,11 +267,14 @@ describe('LCM engine', () => {
     const executor = (main as unknown as { executor: never }).executor;
     await main.stop();
     const occId = await accepted(`/vnflcm/v2/vnf_instances/${id}/heal`, {});
-    // A runner claims the op and dies without running it: its lease expires.
-    const ghost = new Runner(vnfm.store.db, {} as never, { workerId: 'ghost', leaseMs: 100, pollMs: 50, concurrency: 1, singleProcess: false }, vnfm.ctx.log, vnfm.ctx.metrics);
+    // A runner claims the op and dies without running it. While its lease runs, no other runner
+    // gets the op; then the lease runs out (set explicitly: no sleep racing a short lease).
+    const ghost = new Runner(vnfm.store.db, {} as never, { workerId: 'ghost', leaseMs: 60_000, pollMs: 50, concurrency: 1, singleProcess: false }, vnfm.ctx.log, vnfm.ctx.metrics);
     assert.equal((await ghost.claim(1)).length, 1);
-    await new Promise((r) => setTimeout(r, 150));
-    const r2 = new Runner(vnfm.store.db, executor, { workerId: 'w2', leaseMs: 2000, pollMs: 50, concurrency: 4, singleProcess: false }, vnfm.ctx.log, vnfm.ctx.metrics);
+    const rival = new Runner(vnfm.store.db, {} as never, { workerId: 'rival', leaseMs: 60_000, pollMs: 50, concurrency: 1, singleProcess: false }, vnfm.ctx.log, vnfm.ctx.metrics);
+    assert.equal((await rival.claim(1)).length, 0, 'a leased op is not claimed by another runner');
+    await expireLease(occId);
+    const r2 = new Runner(vnfm.store.db, executor, { workerId: 'w2', leaseMs: 60_000, pollMs: 50, concurrency: 4, singleProcess: false }, vnfm.ctx.log, vnfm.ctx.metrics);
     await r2.start();
     await r2.idle();
     assert.equal((await opOcc(occId)).operationState, 'COMPLETED', 'resumed from the grant step');
@@ -274,8 +286,11 @@ describe('LCM engine', () => {
       .set({ lease_owner: 'ghost', lease_until: new Date(Date.now() + 60_000), ctx: JSON.stringify({ done: ['grant'], current: 'mgmt-start', driver: {}, mgmt: {} }), operation_state: 'PROCESSING' })
       .where('id', '=', occ2)
       .execute();
-    // After a restart on the embedded database, leases of earlier processes are void at once.
-    const r3 = new Runner(vnfm.store.db, executor, { workerId: 'w3', leaseMs: 2000, pollMs: 50, concurrency: 4, singleProcess: true }, vnfm.ctx.log, vnfm.ctx.metrics);
+    // PGlite: after a restart on the embedded database, leases of earlier processes are void at
+    // once (singleProcess). PostgreSQL: other processes may be alive, so the lease must run out.
+    const singleProcess = env.kind === 'pglite';
+    if (!singleProcess) await expireLease(occ2);
+    const r3 = new Runner(vnfm.store.db, executor, { workerId: 'w3', leaseMs: 60_000, pollMs: 50, concurrency: 4, singleProcess }, vnfm.ctx.log, vnfm.ctx.metrics);
     await r3.start();
     await r3.idle();
     const o2 = await opOcc(occ2);
