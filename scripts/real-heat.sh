@@ -1,86 +1,93 @@
 #!/usr/bin/env bash
-# Real Keystone + Heat on 127.0.0.1 for the VNFM's real-Heat test stage (docs/real-heat.md).
+# The real Keystone + Heat of the VNFM's real-Heat test stage (docs/real-heat.md), on 127.0.0.1.
 #
-#   scripts/real-heat.sh up [--full]   install (first time) / start, then print the credentials env
-#   scripts/real-heat.sh down          stop the services
-#   scripts/real-heat.sh status        ports, processes, heat-engine workers, token check
+#   scripts/real-heat.sh up [--full]   set up (first time: Debian packages, a few minutes) or just
+#                                      start (seconds), then print the credentials env on stdout
+#   scripts/real-heat.sh down          stop every service
+#   scripts/real-heat.sh status        ports, processes, heat-engine workers, a token request
 #   scripts/real-heat.sh env           print the credentials env only
 #
-# Typical use:   eval "$(bash scripts/real-heat.sh up)" && node scripts/run-tests.mjs test/infra/openstack/real-heat.test.ts
+# Then:  node scripts/run-tests.mjs test/infra/openstack/real-heat.test.ts ...
+# The tests find the stage by themselves (a token from Keystone with the credentials of
+# /etc/real-heat/admin-openrc); `eval "$(bash scripts/real-heat.sh up)"` also puts OS_* in the
+# shell for the `openstack` CLI. Progress goes to stderr.
 #
-# It drives ${VNFM_SHARED_DIR:-<repo>/../shared}/tools/real-heat/setup.sh, which needs root, apt
-# (Debian 12 packages) and no systemd. `up` runs the full, idempotent setup the first time (about
-# 2-4 minutes) and only starts the services afterwards (seconds); `up --full` always runs the
-# full setup (re-applies the configuration). Progress goes to stderr, the env to stdout.
+# The work is done by scripts/real-heat/setup.sh (root, apt, Debian 12, no systemd needed).
+# `up` runs its full, idempotent setup when Keystone/Heat are not set up yet, or when `--full` is
+# given (re-applies the configuration); otherwise only `setup.sh start`, falling back to the full
+# setup when the services are not healthy afterwards.
 set -euo pipefail
 
 REPO="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-SHARED="${VNFM_SHARED_DIR:-$REPO/../shared}"
-SETUP="$SHARED/tools/real-heat/setup.sh"
+SETUP="$REPO/scripts/real-heat/setup.sh"
 OPENRC=/etc/real-heat/admin-openrc
-AUTH_URL=http://127.0.0.1:5000/v3
 
 die() { echo "real-heat: $*" >&2; exit 1; }
 
-[ -f "$SETUP" ] || die "setup script not found: $SETUP (set VNFM_SHARED_DIR)"
-
 as_root() {
     if [ "$(id -u)" = 0 ]; then "$@"
-    elif command -v sudo >/dev/null 2>&1; then sudo -E "$@"
-    else die "must run as root (apt packages, services on 127.0.0.1)"
+    elif command -v sudo >/dev/null 2>&1; then sudo --preserve-env=REAL_HEAT_ADMIN_PASS,REAL_HEAT_SERVICE_PASS,REAL_HEAT_DOMAIN_ADMIN_PASS,REAL_HEAT_KEYSTONE_DB_PASS,REAL_HEAT_HEAT_DB_PASS,REAL_HEAT_RABBIT_PASS,REAL_HEAT_REGION,REAL_HEAT_VNFM_ENDPOINT "$@"
+    else die "needs root (Debian packages, services, /etc): run it with sudo"
     fi
 }
 
-# Prints the env a test run needs; the values come from the file setup.sh writes.
-print_env() {
-    [ -r "$OPENRC" ] || die "no $OPENRC: run '$0 up' first"
-    echo "export VNFM_REAL_HEAT=1"
-    grep -E '^export OS_(AUTH_URL|USERNAME|PASSWORD|PROJECT_NAME|USER_DOMAIN_NAME|PROJECT_DOMAIN_NAME|REGION_NAME)=' "$OPENRC"
+openrc() {  # openrc <VAR>: a value of admin-openrc, quotes removed
+    sed -n "s/^export $1=//p" "$OPENRC" | head -n1 | sed -e "s/^'\(.*\)'$/\1/" -e 's/^"\(.*\)"$/\1/'
 }
 
-# True when Keystone issues a token with the configured credentials and heat-api answers.
+print_env() {
+    [ -r "$OPENRC" ] || die "$OPENRC is missing: run '$0 up' first"
+    grep -E '^export OS_[A-Z_]+=' "$OPENRC"
+}
+
+# Healthy = Keystone issues a token with the admin-openrc credentials and heat-api lists stacks
+# (the same check the tests make, test/helpers/stages.ts).
 healthy() {
     [ -r "$OPENRC" ] || return 1
-    local user pass project
-    user=$(sed -n "s/^export OS_USERNAME=//p" "$OPENRC" | tr -d "'")
-    pass=$(sed -n "s/^export OS_PASSWORD=//p" "$OPENRC" | tr -d "'")
-    project=$(sed -n "s/^export OS_PROJECT_NAME=//p" "$OPENRC" | tr -d "'")
-    local code
-    code=$(curl -s -o /dev/null -w '%{http_code}' -m 5 "$AUTH_URL/auth/tokens" \
-        -H 'Content-Type: application/json' -d "{\"auth\": {\"identity\": {\"methods\": [\"password\"],
-        \"password\": {\"user\": {\"name\": \"$user\", \"domain\": {\"name\": \"Default\"}, \"password\": \"$pass\"}}},
-        \"scope\": {\"project\": {\"name\": \"$project\", \"domain\": {\"name\": \"Default\"}}}}}" || true)
-    [ "$code" = 201 ] || return 1
-    curl -s -o /dev/null -m 5 http://127.0.0.1:8004/ || return 1
+    local url user pass project udom pdom headers token heat
+    url=$(openrc OS_AUTH_URL); user=$(openrc OS_USERNAME); pass=$(openrc OS_PASSWORD)
+    project=$(openrc OS_PROJECT_NAME); udom=$(openrc OS_USER_DOMAIN_NAME); pdom=$(openrc OS_PROJECT_DOMAIN_NAME)
+    headers=$(mktemp)
+    local body
+    body=$(curl -s -m 15 -D "$headers" "${url%/}/auth/tokens" -H 'Content-Type: application/json' -d "{\"auth\": {
+        \"identity\": {\"methods\": [\"password\"], \"password\": {\"user\": {\"name\": \"$user\",
+            \"domain\": {\"name\": \"$udom\"}, \"password\": \"$pass\"}}},
+        \"scope\": {\"project\": {\"name\": \"$project\", \"domain\": {\"name\": \"$pdom\"}}}}}") || { rm -f "$headers"; return 1; }
+    token=$(sed -n 's/^[Xx]-[Ss]ubject-[Tt]oken: *\([^[:space:]]*\).*/\1/p' "$headers")
+    rm -f "$headers"
+    [ -n "$token" ] || return 1
+    heat=$(printf '%s' "$body" | /usr/bin/python3 -c 'import json, sys
+cat = json.load(sys.stdin)["token"]["catalog"]
+print(next(e["url"] for c in cat if c["type"] == "orchestration" for e in c["endpoints"] if e["interface"] == "public"))' 2>/dev/null) || return 1
+    [ "$(curl -s -o /dev/null -w '%{http_code}' -m 15 -H "X-Auth-Token: $token" "$heat/stacks")" = 200 ]
 }
 
-installed() {
-    [ -r "$OPENRC" ] && command -v heat-engine >/dev/null 2>&1 && command -v keystone-manage >/dev/null 2>&1
-}
+set_up() { [ -r "$OPENRC" ] && [ -f /etc/heat/heat.conf ] && [ -f /etc/real-heat/heat-api-uwsgi.ini ] && command -v heat-engine >/dev/null; }
 
-cmd="${1:-up}"
-case "$cmd" in
+case "${1:-}" in
     up)
-        t0=$(date +%s)
-        if [ "${2:-}" = "--full" ] || ! installed; then
-            as_root bash "$SETUP" >&2
+        t0=$SECONDS
+        if [ "${2:-}" = --full ] || ! set_up; then
+            as_root bash "$SETUP" setup >&2
         else
-            as_root bash "$SETUP" start >&2
+            as_root bash "$SETUP" start >&2 || true
             if ! healthy; then
-                echo "real-heat: services not healthy after start, running the full setup" >&2
-                as_root bash "$SETUP" >&2
+                echo "real-heat: not healthy after start; running the full setup" >&2
+                as_root bash "$SETUP" setup >&2
             fi
         fi
-        healthy || die "Keystone/Heat not answering after setup (see /var/log/keystone, /var/log/heat)"
-        echo "real-heat: up in $(( $(date +%s) - t0 )) s (Keystone $AUTH_URL, Heat http://127.0.0.1:8004/v1/<project>)" >&2
+        healthy || die "Keystone/Heat do not answer after the setup (logs: /var/log/keystone, /var/log/heat, /etc/real-heat/setup.log)"
+        echo "real-heat: up in $(( SECONDS - t0 )) s: Keystone $(openrc OS_AUTH_URL), Heat http://127.0.0.1:8004/v1/<project id>" >&2
         print_env
         ;;
     down)
         as_root bash "$SETUP" stop >&2
         ;;
     status)
-        as_root bash "$SETUP" status
-        if healthy; then echo "token: OK (Keystone issues tokens, heat-api answers)"; else echo "token: NOT OK"; exit 1; fi
+        rc=0
+        as_root bash "$SETUP" status || rc=1
+        if healthy; then echo "token: OK (Keystone issues a token, Heat lists stacks)"; else echo "token: NOT OK"; rc=1; fi
+        exit $rc
         ;;
     env)
         print_env
