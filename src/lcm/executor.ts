@@ -67,8 +67,20 @@ export interface ExecutorDeps {
   grants: GrantClient;
 }
 
-/** Raised to stop an op at a step boundary (v1 cancel). */
-class Cancelled extends Error {}
+/**
+ * Raised to stop an op at a step boundary (v1 cancel). A cancel seen before the op left STARTING
+ * (not granted, nothing done) rolls it back (SOL003: STARTING -> ROLLED_BACK); later, FAILED_TEMP.
+ */
+class Cancelled extends Error {
+  readonly rollBack: boolean;
+  constructor(
+    readonly mode: string,
+    starting: boolean,
+  ) {
+    super(`the operation was cancelled by request (cancelMode ${mode})`);
+    this.rollBack = starting;
+  }
+}
 
 /** Runs op occs. */
 export class Executor {
@@ -103,8 +115,8 @@ export class Executor {
     }
     ctx.current = name;
     // One write per step start: checkpoint "started" (crash detection) and read the cancel flag.
-    const row = await this.d.db.updateTable('op_occ').set({ ctx: json(ctx) }).where('id', '=', opId).returning(['is_cancel_pending']).executeTakeFirst();
-    if (row?.is_cancel_pending) throw new Cancelled('the operation was cancelled');
+    const row = await this.d.db.updateTable('op_occ').set({ ctx: json(ctx) }).where('id', '=', opId).returning(['is_cancel_pending', 'cancel_mode', 'operation_state']).executeTakeFirst();
+    if (row?.is_cancel_pending) throw new Cancelled(row.cancel_mode ?? 'GRACEFUL', row.operation_state === 'STARTING');
     const t = Date.now();
     const r = await fn();
     ctx.done.push(name);
@@ -307,6 +319,9 @@ export class Executor {
           throw e;
         }
         await this.d.db.transaction().execute(async (tx) => {
+          // A cancel that came while the grant was requested: a STARTING op is rolled back instead.
+          const cur = await tx.selectFrom('op_occ').select(['is_cancel_pending', 'cancel_mode']).where('id', '=', op.id).forUpdate().executeTakeFirst();
+          if (cur?.is_cancel_pending && op.operationState === 'STARTING') throw new Cancelled(cur.cancel_mode ?? 'GRACEFUL', true);
           await tx
             .updateTable('op_occ')
             .set({ operation_state: 'PROCESSING', state_entered_time: new Date(), grant_request: json(gr), grant: json(grant), grant_id: (grant?.id as string) ?? null })
@@ -398,7 +413,8 @@ export class Executor {
       const rc = changes.affectedVnfcs.length || changes.affectedVirtualLinks.length || changes.affectedVirtualStorages.length ? changes : null;
       await tx
         .updateTable('op_occ')
-        .set({ operation_state: finalState, state_entered_time: new Date(), resource_changes: json(rc), error: json(null), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), grant: json(null) })
+        // A cancel that came during the last step had nothing left to stop: it is not pending any more.
+        .set({ operation_state: finalState, state_entered_time: new Date(), resource_changes: json(rc), error: json(null), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), grant: json(null), is_cancel_pending: false, cancel_mode: null })
         .where('id', '=', op.id)
         .execute();
       const after = await this.d.instances.get(op.vnfInstanceId, tx);
@@ -454,7 +470,7 @@ export class Executor {
     const err = isVnfmError(e)
       ? { title: e.title, status: e.httpStatus, detail: e.message, type: `urn:vnfm:error:${e.code}` }
       : cancelled
-        ? { title: 'Cancelled', status: 409, detail: 'the operation was cancelled by request' }
+        ? { title: 'Cancelled', status: 409, detail: e.message }
         : { title: 'Internal Server Error', status: 500, detail: `unexpected failure: ${(e as Error)?.message ?? String(e)}` };
     if (!isVnfmError(e) && !cancelled) log.error({ err: e }, 'operation failed unexpectedly');
     else log.warn({ step: ctx.current, error: err.detail }, 'operation failed');
@@ -464,7 +480,7 @@ export class Executor {
       if (!row) return;
       await tx
         .updateTable('op_occ')
-        .set({ operation_state: state, state_entered_time: new Date(), error: json(err), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), is_cancel_pending: false })
+        .set({ operation_state: state, state_entered_time: new Date(), error: json(err), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), is_cancel_pending: false, cancel_mode: null })
         .where('id', '=', opId)
         .execute();
       const inst = await this.d.instances.get(row.vnf_instance_id, tx);

@@ -190,11 +190,27 @@ export class LcmService {
     return getOpOcc(this.db, opId);
   }
 
-  /** v1 cancel: only PROCESSING/STARTING; marks cancel pending, the runner moves it to FAILED_TEMP at the next step boundary. */
+  /**
+   * v1 cancel (SOL003 2.6.1 5.4.17): only a STARTING or PROCESSING op; marks it cancel pending
+   * (`isCancelPending`, `cancelMode`) in one conditional update, so an op that finished meanwhile
+   * is answered 409 and never shows a pending cancel. The runner acts at the next step boundary:
+   * a STARTING op (not granted yet) ends ROLLED_BACK, a PROCESSING one FAILED_TEMP (retry or fail
+   * then). Both modes let the VIM operation in flight finish (FORCEFUL does not abort it).
+   */
   async cancel(opId: string, mode: string): Promise<OpOccRecord> {
-    const op = await getOpOcc(this.db, opId);
-    if (op.operationState !== 'PROCESSING' && op.operationState !== 'STARTING') throw vnfmError('VNFM_ERR_OPOCC_STATE', `VnfLcmOpOcc ${opId} is ${op.operationState}; only STARTING or PROCESSING operations can be cancelled.`);
-    await this.db.updateTable('op_occ').set({ is_cancel_pending: true, cancel_mode: mode }).where('id', '=', opId).execute();
+    const row = await this.db
+      .updateTable('op_occ')
+      .set({ is_cancel_pending: true, cancel_mode: mode })
+      .where('id', '=', opId)
+      .where('operation_state', 'in', ['STARTING', 'PROCESSING'])
+      .returning(['id'])
+      .executeTakeFirst();
+    if (!row) {
+      const op = await getOpOcc(this.db, opId);
+      throw vnfmError('VNFM_ERR_OPOCC_STATE', `VnfLcmOpOcc ${opId} is ${op.operationState}; only STARTING or PROCESSING operations can be cancelled.`);
+    }
+    this.log.info({ opOccId: opId, cancelMode: mode }, 'lcm operation cancel requested');
+    this.wake();
     return getOpOcc(this.db, opId);
   }
 }

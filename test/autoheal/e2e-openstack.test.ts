@@ -12,6 +12,8 @@ import { type ServerNotifierSim, startServerNotifierSim } from '../../src/sim/se
 import { type AutohealVnfm, type TestVnfc, V2, healsOf, instantiateVnf, onboardSample, opOcc, startAutohealVnfm, vnfcsOf, waitFor } from './fixture.ts';
 
 const WINDOW = 1000;
+/** Failure guard only (a loaded machine is slow); how fast a heal comes is bench/autoheal-e2e.ts's job. */
+const GUARD_MS = 60_000;
 let os: OpenStackSim;
 let notifier: ServerNotifierSim;
 let h: AutohealVnfm;
@@ -33,6 +35,12 @@ function vim() {
 }
 async function instantiate() {
   return instantiateVnf(h.vnfm, vnfdId, { vim: vim(), additionalParams: { ServerNotifierUri: notifier.url, ServerNotifierFaultID: ['1234'] } });
+}
+// biome-ignore lint/suspicious/noExplicitAny: ledger API JSON
+async function batchesOf(instanceId: string): Promise<any[]> {
+  const r = await h.vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/heal_batches?vnfInstanceId=${instanceId}` });
+  assert.equal(r.statusCode, 200);
+  return r.json();
 }
 function alarmsOf(serverId: string) {
   return notifier.alarms().filter((a) => a.server_id === serverId);
@@ -69,17 +77,25 @@ describe('auto-heal end to end (OpenStack sim + Server Notifier sim)', { timeout
     }
     for (const v of vnfcs) assert.equal(v.alarmId, alarmsOf(v.serverId)[0]?.alarm_id, 'alarm id kept in vnfcResourceInfo.metadata');
     const target = vnfcs.find((v) => v.vduId === 'VDU2') as TestVnfc;
-    const failedAt = Date.now();
     await simAdmin(`servers/${target.serverId}/fail`);
-    await waitFor(async () => (await healsOf(h.vnfm, id)).some((o) => o.operationState === 'COMPLETED'), WINDOW + 20_000, 'automatic heal COMPLETED');
-    const took = Date.now() - failedAt;
+    // The time from fault to healed is measured by bench/autoheal-e2e.ts (docs/benchmarks.md).
+    await waitFor(async () => (await healsOf(h.vnfm, id)).some((o) => o.operationState === 'COMPLETED'), GUARD_MS, 'automatic heal COMPLETED');
     await h.ctx.engine?.runner.idle();
     const heals = await healsOf(h.vnfm, id);
     assert.equal(heals.length, 1);
     assert.equal(heals[0]?.isAutomaticInvocation, true);
     assert.deepEqual(heals[0]?.operationParams.vnfcInstanceId, [target.vnfcInfoId]);
     assert.equal((await opOcc(h.vnfm, heals[0]?.id as string)).isAutomaticInvocation, true);
-    assert.ok(took < WINDOW + 10_000, `healed within window + a few s (${took} ms)`);
+    // It came from the Server Notifier's notification, through one batch of the ledger.
+    await waitFor(async () => (await batchesOf(id))[0]?.status === 'done', GUARD_MS, 'batch done');
+    const [batch] = await batchesOf(id);
+    assert.equal(batch.vnfLcmOpOccId, heals[0]?.id);
+    assert.equal(batch.notificationCount, 1);
+    await notifier.drain();
+    assert.deepEqual(
+      notifier.deliveries().filter((d) => d.url.includes(id)).map((d) => [d.server_id, d.status]),
+      [[target.serverId, 204]],
+    );
     const after = await vnfcsOf(h.vnfm, id);
     const healed = after.find((v) => v.vnfcInfoId === target.vnfcInfoId) as TestVnfc;
     assert.notEqual(healed.serverId, target.serverId, 'server replaced');
@@ -105,12 +121,21 @@ describe('auto-heal end to end (OpenStack sim + Server Notifier sim)', { timeout
     for (const v of vnfcs) assert.equal(await hostOf(v.serverId), hostA);
     const before = notifier.deliveries().length;
     await simAdmin(`hosts/${hostA}/fail`);
-    await waitFor(async () => (await healsOf(h.vnfm, id)).some((o) => o.operationState === 'COMPLETED'), WINDOW + 20_000, 'automatic heal COMPLETED');
+    await waitFor(async () => (await healsOf(h.vnfm, id)).some((o) => o.operationState === 'COMPLETED'), GUARD_MS, 'automatic heal COMPLETED');
     await notifier.drain();
     const sent = notifier.deliveries().slice(before).filter((d) => d.url.includes(id));
     assert.equal(sent.length, 3, 'three fault notifications');
     assert.ok(sent.every((d) => d.status === 204), JSON.stringify(sent.map((d) => d.status)));
-    await new Promise((r) => setTimeout(r, WINDOW + 500));
+    // Every 204 means the notification is in the ledger. Once every batch holding them is done and
+    // they add up to the 3 notifications, nothing else can start a heal (no pause needed).
+    await waitFor(
+      async () => {
+        const bs = await batchesOf(id);
+        return bs.length > 0 && bs.every((b) => b.status === 'done') && bs.reduce((n, b) => n + b.notificationCount, 0) === 3;
+      },
+      GUARD_MS,
+      'the batches of the 3 notifications done',
+    );
     await h.ctx.engine?.runner.idle();
     const heals = await healsOf(h.vnfm, id);
     assert.equal(heals.length, 1, 'exactly one heal');
@@ -120,7 +145,7 @@ describe('auto-heal end to end (OpenStack sim + Server Notifier sim)', { timeout
       assert.equal(await hostOf(v.serverId), hostB, 'rebuilt on the healthy host');
       assert.equal(alarmsOf(v.serverId).length, 1, 'registered');
     }
-    const b = (await h.vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/heal_batches?vnfInstanceId=${id}` })).json();
+    const b = await batchesOf(id);
     assert.equal(b.length, 1);
     assert.equal(b[0].status, 'done');
     assert.equal(b[0].notificationCount, 3);

@@ -1,12 +1,23 @@
 /**
- * Kill -9 in the middle of a heal: the VNFM runs as a real child process on an embedded data
- * directory, heals a VNFC on the simulated OpenStack (slow Heat), is killed with SIGKILL while the
- * infra step runs, and is started again on the same data directory. The op occ must end COMPLETED
- * (resumed) — or FAILED_TEMP with a reason, and then `retry` completes it — and the VNFC keeps its id.
+ * Kill -9 in the middle of a heal. The VNFM runs as a real child process on an embedded data
+ * directory and heals a VNFC on the simulated OpenStack; it is killed with SIGKILL at a point the
+ * test controls, and started again on the same data directory.
+ *
+ * - Inside the infra step (the sim holds the Heat stack update, so the kill lands while the stack
+ *   is UPDATE_IN_PROGRESS): the restarted VNFM resumes the op BY ITSELF to COMPLETED, without a
+ *   retry; the VNFC keeps its ids, its server is replaced exactly once (one mark-unhealthy in the
+ *   sim's journal), and no server is left over or missing.
+ * - Inside a management hook script (heal_start blocks until the test releases it): the step is
+ *   not known to be safe to repeat, so the restarted VNFM does NOT resume it; the op goes
+ *   FAILED_TEMP saying so, the infra step has not run, and `retry` runs the hook again and
+ *   completes the heal.
+ *
+ * No sleeps position the kill: the sim's hold says when Heat got the update, the hook's marker
+ * file says when the script runs. Timeouts only guard against hangs (the machine may be loaded).
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -16,104 +27,286 @@ import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/in
 import { freePort } from '../helpers/app.ts';
 import { ROOT } from '../helpers/packages.ts';
 
-const V2 = { version: '2.0.0', 'content-type': 'application/json' };
+const V2 = { version: '2.0.0' };
+/** Failure guards only: how long a step may take on a loaded 2-core machine before the test gives up. */
+const START_GUARD_MS = 180_000;
+const OP_GUARD_MS = 120_000;
+
 let sim: OpenStackSim;
+let work: string;
 let dataDir: string;
 let port: number;
 let url: string;
 let child: ChildProcess | undefined;
+let vmVnfdId = '';
+let hookVnfdId = '';
+/** Written by the blocking hook script: one line `<pid> <cwd>` per run. */
+let marker: string;
+/** The blocking hook script returns once this file exists. */
+let release: string;
 
-function startVnfmProcess(): Promise<void> {
-  child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'], {
+// biome-ignore lint/suspicious/noExplicitAny: API JSON
+type Json = any;
+
+async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, guardMs = OP_GUARD_MS, everyMs = 100): Promise<T> {
+  const end = Date.now() + guardMs;
+  for (;;) {
+    const v = await fn();
+    if (v) return v;
+    if (Date.now() > end) throw new Error(`gave up waiting for ${what} after ${guardMs} ms`);
+    await sleep(everyMs);
+  }
+}
+
+async function guard<T>(what: string, p: Promise<T>, guardMs = OP_GUARD_MS): Promise<T> {
+  let t: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    t = setTimeout(() => reject(new Error(`gave up waiting for ${what} after ${guardMs} ms`)), guardMs);
+  });
+  try {
+    return await Promise.race([p, timeout]);
+  } finally {
+    clearTimeout(t);
+  }
+}
+
+async function startVnfmProcess(): Promise<void> {
+  const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'], {
     stdio: ['ignore', 'ignore', 'inherit'],
     env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0' },
   });
-  return (async () => {
-    for (let i = 0; i < 300; i++) {
+  child = proc;
+  let exited = false;
+  proc.once('exit', () => {
+    exited = true;
+  });
+  await until(
+    'the VNFM to answer /healthz',
+    async () => {
+      if (exited) throw new Error('the VNFM process exited during start');
       try {
-        if ((await fetch(`${url}/healthz`)).ok) return;
+        return (await fetch(`${url}/healthz`)).ok;
       } catch {
-        /* not up yet */
+        return false;
       }
-      await sleep(100);
-    }
-    throw new Error('VNFM did not start');
-  })();
+    },
+    START_GUARD_MS,
+  );
 }
 
-async function api(method: string, path: string, body?: unknown) {
-  const r = await fetch(`${url}${path}`, { method, headers: V2, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+async function killVnfm(): Promise<void> {
+  const proc = child as ChildProcess;
+  const gone = new Promise((r) => proc.once('exit', r));
+  proc.kill('SIGKILL');
+  await gone;
+  child = undefined;
+}
+
+async function api(method: string, path: string, body?: unknown): Promise<{ status: number; location: string; body: Json }> {
+  const r = await fetch(`${url}${path}`, { method, headers: body === undefined ? V2 : { ...V2, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
   const text = await r.text();
   return { status: r.status, location: r.headers.get('location') ?? '', body: text ? JSON.parse(text) : {} };
 }
 
-async function waitOp(id: string, states: string[], timeoutMs = 60_000) {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
+/** Waits for one of the FINAL-ish states and returns the op occ (the caller asserts which one). */
+async function waitOp(id: string, states: string[]): Promise<Json> {
+  return until(`op ${id} in ${states.join('/')}`, async () => {
     const o = await api('GET', `/vnflcm/v2/vnf_lcm_op_occs/${id}`);
-    if (states.includes(o.body.operationState)) return o.body;
-    if (Date.now() > end) throw new Error(`op ${id} still ${o.body.operationState}`);
-    await sleep(100);
+    return states.includes(o.body.operationState) ? o.body : undefined;
+  });
+}
+
+async function onboard(dir: string): Promise<string> {
+  const pkg = await api('POST', '/vnfpkgm/v1/vnf_packages', {});
+  assert.equal(pkg.status, 201);
+  const up = await fetch(`${url}/vnfpkgm/v1/vnf_packages/${pkg.body.id}/package_content`, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: new Uint8Array(buildCsarFromDir(dir)) });
+  assert.equal(up.status, 202);
+  const p = await until(`package ${pkg.body.id} onboarded`, async () => {
+    const g = await api('GET', `/vnfpkgm/v1/vnf_packages/${pkg.body.id}`);
+    assert.notEqual(g.body.onboardingState, 'ERROR', JSON.stringify(g.body.onboardingFailureDetails));
+    return g.body.onboardingState === 'ONBOARDED' ? g.body : undefined;
+  });
+  return p.vnfdId as string;
+}
+
+/** samples/vm-basic with another VNFD id and a heal_start hook that blocks until `release` exists. */
+function blockingHookPackage(): string {
+  const dir = join(work, 'pkg-blocking-hook');
+  cpSync(join(ROOT, 'samples/vm-basic'), dir, { recursive: true });
+  const oldId = '5a0c8a32-3b1e-4f2a-9d63-7c1f2e4b8a01';
+  const newId = '5a0c8a32-3b1e-4f2a-9d63-00000000c4a5';
+  for (const f of readdirSync(join(dir, 'Definitions'))) {
+    const p = join(dir, 'Definitions', f);
+    writeFileSync(p, readFileSync(p, 'utf8').split(oldId).join(newId));
   }
+  const df = join(dir, 'Definitions/sample_vnf_df_simple.yaml');
+  let text = readFileSync(df, 'utf8');
+  const hooks = '        Vnflcm:\n';
+  const artifacts = '      artifacts:\n';
+  assert.ok(text.includes(hooks) && text.includes(artifacts), 'the sample flavour declares hooks and artifacts');
+  text = text.replace(hooks, `${hooks}          heal_start:\n            implementation: blocking-hook\n`);
+  text = text.replace(
+    artifacts,
+    `${artifacts}        blocking-hook:\n          description: Test hook that blocks until released\n          type: tosca.artifacts.Implementation.Bash\n          file: ../Scripts/blocking_hook.sh\n`,
+  );
+  writeFileSync(df, text);
+  writeFileSync(
+    join(dir, 'Scripts/blocking_hook.sh'),
+    ['#!/bin/sh', 'cat >/dev/null', `echo "$$ $(pwd)" >> '${marker}'`, `while [ ! -e '${release}' ]; do sleep 0.05; done`, 'exit 0', ''].join('\n'),
+    { mode: 0o755 },
+  );
+  return dir;
+}
+
+function markerRuns(): string[] {
+  return existsSync(marker) ? readFileSync(marker, 'utf8').split('\n').filter(Boolean) : [];
+}
+
+async function instantiate(vnfdId: string): Promise<{ id: string; info: Json }> {
+  const inst = await api('POST', '/vnflcm/v2/vnf_instances', { vnfdId });
+  assert.equal(inst.status, 201, JSON.stringify(inst.body));
+  const id = inst.body.id as string;
+  const ins = await api('POST', `/vnflcm/v2/vnf_instances/${id}/instantiate`, { flavourId: 'simple' });
+  assert.equal(ins.status, 202, JSON.stringify(ins.body));
+  const occ = await waitOp(ins.location.split('/').pop() as string, ['COMPLETED', 'FAILED_TEMP', 'ROLLED_BACK', 'FAILED']);
+  assert.equal(occ.operationState, 'COMPLETED', JSON.stringify(occ.error));
+  return { id, info: (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo };
+}
+
+function resourceOf(info: Json, vnfc: Json): Json {
+  return info.vnfcResourceInfo.find((r: Json) => r.id === vnfc.vnfcResourceInfoId);
+}
+
+async function simState(): Promise<Json> {
+  const r = await fetch(`${sim.url}/_sim/state`, { headers: { 'X-Sim-Admin-Secret': sim.adminSecret } });
+  assert.equal(r.status, 200);
+  return r.json();
+}
+
+/** Server ids the sim holds in the stacks of one VNF instance (its stack and nested ones). */
+async function simServersOf(instanceId: string): Promise<string[]> {
+  const st = await simState();
+  const stacks = new Set((st.stacks as Json[]).filter((s) => !s.deleted && String(s.name).startsWith(`vnf-${instanceId}`)).map((s) => s.id));
+  return (st.servers as Json[]).filter((s) => stacks.has(s.stack_id)).map((s) => s.id as string);
 }
 
 before(async () => {
+  work = mkdtempSync(join(tmpdir(), 'vnfm-crash-'));
+  dataDir = join(work, 'data');
+  marker = join(work, 'hook-runs');
+  release = join(work, 'hook-release');
   sim = await startOpenStackSim({ heatDelayMs: 50 });
-  dataDir = mkdtempSync(join(tmpdir(), 'vnfm-crash-'));
   port = await freePort();
   url = `http://127.0.0.1:${port}`;
   await startVnfmProcess();
+  const c = sim.credentials;
+  const vim = await api('POST', '/v1.0/vims', { vim: { name: 'os', type: 'openstack', is_default: true, auth_url: c.authUrl, auth_cred: { username: c.username, password: c.password, user_domain_name: c.userDomain }, vim_project: { name: c.project, project_domain_name: c.projectDomain } } });
+  assert.equal(vim.status, 201, JSON.stringify(vim.body));
+  vmVnfdId = await onboard(join(ROOT, 'samples/vm-basic'));
+  hookVnfdId = await onboard(blockingHookPackage());
 });
+
 after(async () => {
-  child?.kill('SIGKILL');
+  // Let a hook script orphaned by the kill finish, and remove the folder the killed VNFM left it in.
+  if (release) writeFileSync(release, '');
+  if (child) await killVnfm();
   await sim?.close();
-  rmSync(dataDir, { recursive: true, force: true });
+  if (marker) {
+    for (const line of markerRuns()) {
+      const dir = line.slice(line.indexOf(' ') + 1);
+      if (dir.startsWith(tmpdir())) rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  if (work) rmSync(work, { recursive: true, force: true });
 });
 
-describe('crash recovery (kill -9)', () => {
-  it('a heal interrupted by SIGKILL finishes after a restart, VNFC ids unchanged', async () => {
-    const c = sim.credentials;
-    const vim = await api('POST', '/v1.0/vims', { vim: { name: 'os', type: 'openstack', is_default: true, auth_url: c.authUrl, auth_cred: { username: c.username, password: c.password, user_domain_name: c.userDomain }, vim_project: { name: c.project, project_domain_name: c.projectDomain } } });
-    assert.equal(vim.status, 201);
-    const pkg = await api('POST', '/vnfpkgm/v1/vnf_packages', {});
-    const up = await fetch(`${url}/vnfpkgm/v1/vnf_packages/${pkg.body.id}/package_content`, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: new Uint8Array(buildCsarFromDir(join(ROOT, 'samples/vm-basic'))) });
-    assert.equal(up.status, 202);
-    let vnfdId = '';
-    for (let i = 0; i < 100 && !vnfdId; i++) {
-      const p = await api('GET', `/vnfpkgm/v1/vnf_packages/${pkg.body.id}`);
-      if (p.body.onboardingState === 'ONBOARDED') vnfdId = p.body.vnfdId;
-      await sleep(100);
-    }
-    const inst = await api('POST', '/vnflcm/v2/vnf_instances', { vnfdId });
-    const id = inst.body.id as string;
-    const ins = await api('POST', `/vnflcm/v2/vnf_instances/${id}/instantiate`, { flavourId: 'simple' });
-    assert.equal(ins.status, 202);
-    await waitOp(ins.location.split('/').pop() as string, ['COMPLETED']);
-    const before = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo;
+describe('crash recovery (kill -9)', { timeout: 900_000 }, () => {
+  it('a heal killed while Heat updates the stack resumes by itself after a restart: COMPLETED, same VNFC ids, server replaced once', async () => {
+    const { id, info: before } = await instantiate(vmVnfdId);
     const target = before.vnfcInfo[0];
+    const oldServer = resourceOf(before, target).computeResource.resourceId as string;
+    const journalFrom = sim.heatJournal().length;
 
-    sim.setHeatDelayMs(2500);
+    const hold = sim.holdStackUpdates();
     const heal = await api('POST', `/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [target.id] });
     assert.equal(heal.status, 202);
     const occId = heal.location.split('/').pop() as string;
-    await waitOp(occId, ['PROCESSING']);
-    await sleep(800); // inside the infra step: marked unhealthy, stack update in progress
-    child?.kill('SIGKILL');
-    await new Promise((r) => child?.once('exit', r));
-    sim.setHeatDelayMs(50);
+    const held = await guard('Heat to receive the stack update', hold.reached);
+    assert.match(held.stackName, new RegExp(`^vnf-${id}`));
+    assert.equal((await api('GET', `/vnflcm/v2/vnf_lcm_op_occs/${occId}`)).body.operationState, 'PROCESSING');
 
+    await killVnfm();
     await startVnfmProcess();
-    let occ = await waitOp(occId, ['COMPLETED', 'FAILED_TEMP']);
-    if (occ.operationState === 'FAILED_TEMP') {
-      assert.ok(occ.error?.detail, 'FAILED_TEMP says why');
-      assert.equal((await api('POST', `/vnflcm/v2/vnf_lcm_op_occs/${occId}/retry`)).status, 202);
-      occ = await waitOp(occId, ['COMPLETED']);
-    }
-    assert.equal(occ.operationState, 'COMPLETED');
+    hold.release();
+
+    // Any FAILED_TEMP would stop there (nothing retries it): reaching COMPLETED proves the resume.
+    const occ = await waitOp(occId, ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']);
+    assert.equal(occ.operationState, 'COMPLETED', `resumed automatically, not ${occ.operationState}: ${JSON.stringify(occ.error)}`);
+    assert.equal(occ.error, undefined);
+
     const afterInfo = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo;
-    assert.deepEqual(afterInfo.vnfcInfo.map((v: { id: string }) => v.id).sort(), before.vnfcInfo.map((v: { id: string }) => v.id).sort());
-    const oldRes = before.vnfcResourceInfo.find((r: { id: string }) => r.id === target.vnfcResourceInfoId);
-    const newRes = afterInfo.vnfcResourceInfo.find((r: { id: string }) => r.id === target.vnfcResourceInfoId);
-    assert.notEqual(newRes.computeResource.resourceId, oldRes.computeResource.resourceId, 'the server was replaced');
+    const ids = (i: Json) => ({ vnfc: i.vnfcInfo.map((v: Json) => v.id).sort(), res: i.vnfcResourceInfo.map((r: Json) => r.id).sort() });
+    assert.deepEqual(ids(afterInfo), ids(before), 'VNFC ids unchanged');
+    const newServer = resourceOf(afterInfo, target).computeResource.resourceId as string;
+    assert.notEqual(newServer, oldServer, 'the server was replaced');
+    for (const v of before.vnfcInfo.filter((x: Json) => x.id !== target.id)) {
+      assert.equal(resourceOf(afterInfo, v).computeResource.resourceId, resourceOf(before, v).computeResource.resourceId, `${v.id} untouched`);
+    }
+    assert.deepEqual(
+      (occ.resourceChanges?.affectedVnfcs ?? []).map((a: Json) => [a.id, a.changeType]),
+      [[target.vnfcResourceInfoId, 'MODIFIED']],
+    );
+
+    // What Heat saw: exactly one mark (the old server), so the resumed op did not mark the new
+    // server again; the held update first, at most one more (the resumed op re-sends its PATCH).
+    const seen = sim.heatJournal().slice(journalFrom);
+    const marks = seen.filter((e) => e.operation === 'mark_unhealthy');
+    assert.deepEqual(
+      marks.map((m) => [m.physicalId, m.unhealthy]),
+      [[oldServer, true]],
+      JSON.stringify(seen),
+    );
+    const updates = seen.filter((e) => e.operation === 'update');
+    assert.equal(updates[0]?.heldBy, hold.id);
+    assert.ok(updates.length <= 2, `updates: ${JSON.stringify(updates)}`);
+    assert.ok(updates.slice(1).every((u) => u.heldBy === undefined));
+    assert.equal(seen.filter((e) => e.operation === 'create' || e.operation === 'delete').length, 0);
+    assert.deepEqual(
+      (await simServersOf(id)).sort(),
+      afterInfo.vnfcResourceInfo.map((r: Json) => r.computeResource.resourceId).sort(),
+      'the sim holds exactly the servers the VNFM reports',
+    );
+  });
+
+  it('a heal killed inside a hook script is not resumed: FAILED_TEMP with the reason, then retry completes it', async () => {
+    const { id, info: before } = await instantiate(hookVnfdId);
+    const target = before.vnfcInfo[0];
+    const oldServer = resourceOf(before, target).computeResource.resourceId as string;
+    const runsBefore = markerRuns().length;
+
+    const heal = await api('POST', `/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [target.id] });
+    assert.equal(heal.status, 202);
+    const occId = heal.location.split('/').pop() as string;
+    await until('the heal_start hook script to run', () => markerRuns().length === runsBefore + 1);
+
+    await killVnfm();
+    await startVnfmProcess();
+    const occ = await waitOp(occId, ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']);
+    assert.equal(occ.operationState, 'FAILED_TEMP', 'an interrupted hook is not repeated automatically');
+    assert.equal(occ.error.type, 'urn:vnfm:error:VNFM_ERR_LCM_INTERRUPTED');
+    assert.match(occ.error.detail, /step 'mgmt-start'.*not resumed automatically/);
+    assert.equal(markerRuns().length, runsBefore + 1, 'the hook did not run again by itself');
+    const during = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo;
+    assert.equal(resourceOf(during, target).computeResource.resourceId, oldServer, 'the infra step did not run');
+
+    writeFileSync(release, '');
+    const retry = await api('POST', `/vnflcm/v2/vnf_lcm_op_occs/${occId}/retry`);
+    assert.equal(retry.status, 202, JSON.stringify(retry.body));
+    const done = await waitOp(occId, ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']);
+    assert.equal(done.operationState, 'COMPLETED', JSON.stringify(done.error));
+    assert.equal(markerRuns().length, runsBefore + 2, 'retry continued at the hook step and ran it again');
+    const afterInfo = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo;
+    assert.deepEqual(afterInfo.vnfcInfo.map((v: Json) => v.id).sort(), before.vnfcInfo.map((v: Json) => v.id).sort());
+    assert.notEqual(resourceOf(afterInfo, target).computeResource.resourceId, oldServer, 'the server was replaced');
   });
 });

@@ -78,7 +78,7 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
     links.rollback = { href: `${self}/rollback` };
     links.fail = { href: `${self}/fail` };
   }
-  if (v === 'v1' && o.operationState === 'PROCESSING') links.cancel = { href: `${self}/cancel` };
+  if (v === 'v1' && (o.operationState === 'PROCESSING' || o.operationState === 'STARTING')) links.cancel = { href: `${self}/cancel` };
   return defined({
     id: o.id,
     operationState: o.operationState,

@@ -3,7 +3,8 @@
  * OpenStack driver. Independent of the product code: it speaks only HTTP.
  */
 export type { ComputeEvent } from './compute-service.ts';
-export { type OpenStackSim, type OpenStackSimCredentials, startOpenStackSim } from './openstack-sim.ts';
+export type { HeatJournalEntry, HeldStackOperation } from './heat/heat-engine.ts';
+export { type OpenStackSim, type OpenStackSimCredentials, type StackOperationHold, startOpenStackSim } from './openstack-sim.ts';
 export {
   DEFAULT_ADMIN_PASSWORD,
   DEFAULT_DOMAIN,

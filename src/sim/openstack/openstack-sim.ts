@@ -7,7 +7,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { ComputeService } from './compute-service.ts';
 import { HeatApi } from './heat/heat-api.ts';
-import { HeatEngine } from './heat/heat-engine.ts';
+import { HeatEngine, type HeatJournalEntry, type HeldStackOperation, type InjectableOp } from './heat/heat-engine.ts';
 import { header, readJsonBody, SimHttpError, type SimRequest, type SimResponse, sendResponse, sleep, toSimRequest } from './http-kit.ts';
 import { KeystoneService } from './keystone.ts';
 import { NetworkService } from './network-service.ts';
@@ -29,6 +29,17 @@ export interface OpenStackSimCredentials {
   readonly region: string;
 }
 
+/** A hold on Heat stack operations, from {@link OpenStackSim.holdStackUpdates}. */
+export interface StackOperationHold {
+  readonly id: string;
+  /** Resolves when the first held operation arrives (the API has accepted it; the stack is `*_IN_PROGRESS`). */
+  readonly reached: Promise<HeldStackOperation>;
+  /** Operations held so far. */
+  held(): readonly HeldStackOperation[];
+  /** Lets the held operations progress (each completes after the usual Heat delay) and ends the hold. */
+  release(): void;
+}
+
 /** A running simulated OpenStack. */
 export interface OpenStackSim {
   /** Base URL (`http://127.0.0.1:<port>`); Keystone is `${url}/v3`. */
@@ -46,6 +57,14 @@ export interface OpenStackSim {
   addFaultWebhook(url: string, secret?: string): void;
   /** Changes how long each Heat stack operation stays in progress. */
   setHeatDelayMs(ms: number): void;
+  /**
+   * Holds stack updates (PATCH/PUT; or `operation` create/delete) from now on, on every stack or
+   * only `stack` (name or id): Heat answers as usual and the stack stays `*_IN_PROGRESS` until
+   * `release()`. Same as `POST /_sim/heat/holds`.
+   */
+  holdStackUpdates(opts?: { stack?: string; operation?: InjectableOp }): StackOperationHold;
+  /** Heat operations received so far (create, update, delete, mark_unhealthy, signal), oldest first; also in `/_sim/state`. */
+  heatJournal(): HeatJournalEntry[];
   /** Stops the server and every pending timer. */
   close(): Promise<void>;
 }
@@ -180,6 +199,11 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
     setHeatDelayMs: (ms) => {
       runtime.heatDelayMs = Math.max(0, ms);
     },
+    holdStackUpdates: (opts = {}) => {
+      const h = engine.hold(opts.operation ?? 'update', opts.stack);
+      return { id: h.id, reached: h.reached, held: () => h.held, release: () => void engine.releaseHold(h.id) };
+    },
+    heatJournal: () => engine.journal(),
     close: async () => {
       if (closed) return;
       closed = true;

@@ -4,7 +4,7 @@
  * Tests and demos drive failures over HTTP only, exactly as they would poke a lab cloud.
  */
 import type { ComputeEvent, ComputeService, ServerStatus } from './compute-service.ts';
-import type { HeatEngine, InjectableOp } from './heat/heat-engine.ts';
+import type { HeatEngine, InjectableOp, StackHold } from './heat/heat-engine.ts';
 import { asObject, header, SimHttpError, type SimRequest, type SimResponse } from './http-kit.ts';
 import { isoSeconds, uuid } from './ids.ts';
 import type { KeystoneService } from './keystone.ts';
@@ -55,6 +55,11 @@ function optObject(v: unknown): Record<string, unknown> | undefined {
 }
 
 const SERVER_STATUSES = new Set<ServerStatus>(['ACTIVE', 'ERROR', 'SHUTOFF', 'BUILD', 'REBOOT']);
+
+/** JSON shape of a hold on stack operations. */
+function holdDoc(h: StackHold): Record<string, unknown> {
+  return { id: h.id, operation: h.operation, stack: h.stack ?? null, released: h.released, held: h.held };
+}
 
 /** Control API and fault-event fan-out of the simulated OpenStack. */
 export class SimAdmin {
@@ -173,6 +178,21 @@ export class SimAdmin {
         return { status: 200, body: { pending: this.heat.pendingFailures() } };
       }
     }
+    if (what === 'heat' && id === 'holds') {
+      if (action === undefined && req.method === 'GET') return { status: 200, body: { holds: this.heat.holds().map(holdDoc) } };
+      if (action === undefined && req.method === 'POST') {
+        const op = (optString(b.operation) ?? 'update') as InjectableOp;
+        if (!['create', 'update', 'delete'].includes(op)) throw badRequest('operation must be create, update or delete');
+        if (b.stack !== undefined && (typeof b.stack !== 'string' || b.stack === '')) throw badRequest('stack must be a stack name or id');
+        return { status: 201, body: { hold: holdDoc(this.heat.hold(op, optString(b.stack))) } };
+      }
+      if (action !== undefined && (req.method === 'GET' || req.method === 'DELETE')) {
+        const h = this.heat.getHold(action);
+        if (!h) throw notFound(`Hold ${action} not found (unknown or released)`);
+        if (req.method === 'DELETE') this.heat.releaseHold(action);
+        return { status: 200, body: { hold: holdDoc(h) } };
+      }
+    }
     if (what === 'config' && (req.method === 'PUT' || req.method === 'POST' || req.method === 'PATCH')) {
       if (b.heatDelayMs !== undefined) this.runtime.heatDelayMs = this.nonNegative('heatDelayMs', b.heatDelayMs);
       if (b.latencyMs !== undefined) this.runtime.latencyMs = this.nonNegative('latencyMs', b.latencyMs);
@@ -211,6 +231,7 @@ export class SimAdmin {
     }
     if (what === 'reset' && req.method === 'POST') {
       this.heat.clearFailures();
+      this.heat.releaseAllHolds();
       this.runtime.latencyMs = 0;
       this.runtime.breakRemaining = 0;
       for (const h of this.compute.hosts) if (h.state === 'down') this.compute.recoverHost(h.name);
@@ -266,7 +287,7 @@ export class SimAdmin {
         parent: st.parent?.stackId ?? null,
         deleted: st.deleted,
       })),
-      heat: { pendingFailures: this.heat.pendingFailures() },
+      heat: { pendingFailures: this.heat.pendingFailures(), holds: this.heat.holds().map(holdDoc), journal: this.heat.journal() },
       webhooks: this.webhooks.map((w) => ({ id: w.id, url: w.url })),
       webhookDeliveries: this.deliveries.slice(-50),
     };

@@ -157,22 +157,31 @@ describe('kubernetes driver: CNF lifecycle', () => {
     await observeInto(instance);
   });
 
-  test('heal of one Deployment pod: driver time', async () => {
-    const obs = await observeInto(instance);
-    const pod = byVdu(obs).VDU3?.[0]?.computeResource.resourceId as string;
-    const ctx = makeCtx(fx, instance, { operation: 'HEAL', scaleLevels: levels });
-    const t0 = performance.now();
-    await driver.heal(ctx, { targets: targetsFor(instance, [pod]), entire: false, includeStorage: false, additionalParams: {} });
-    const ms = Math.round(performance.now() - t0);
-    const single = byVdu(obs).VDU1?.[0]?.computeResource.resourceId as string;
-    await observeInto(instance);
-    const ctx2 = makeCtx(fx, instance, { operation: 'HEAL', scaleLevels: levels });
-    const t1 = performance.now();
-    await driver.heal(ctx2, { targets: targetsFor(instance, [single]), entire: false, includeStorage: false, additionalParams: {} });
-    const msPod = Math.round(performance.now() - t1);
-    console.log(`# driver heal time (kubelet delay 100 ms): 1 Deployment pod ${ms} ms, 1 singleton Pod ${msPod} ms`);
-    assert.ok(ms < 3000, `a 1-pod heal takes ${ms} ms`);
-    await observeInto(instance);
+  test('heal of one Deployment pod, then of the singleton Pod: each returns with the replacement Ready', async () => {
+    // How long a heal takes is measured by bench/cnf-heal.ts (docs/benchmarks.md), not asserted here.
+    // A slow kubelet (1 s to start or stop a pod) makes "Ready when heal returns" mean that the
+    // heal waited: the observation right after it is much quicker than a pod start.
+    await simControl(fx.sim, 'PUT', 'kubelet', { delayMs: 1000 });
+    try {
+      const obs = await observeInto(instance);
+      const pods = byVdu(obs);
+      const pod = pods.VDU3?.[0]?.computeResource.resourceId as string;
+      await driver.heal(makeCtx(fx, instance, { operation: 'HEAL', scaleLevels: levels }), { targets: targetsFor(instance, [pod]), entire: false, includeStorage: false, additionalParams: {} });
+      const afterDeploy = byVdu(await observeInto(instance));
+      assert.equal(afterDeploy.VDU3?.length, pods.VDU3?.length, 'same pod count');
+      assert.ok(!names(afterDeploy.VDU3).includes(pod), `${pod} replaced`);
+      assert.ok(afterDeploy.VDU3?.every((x) => x.metadata?.ready === true), 'every VDU3 pod Ready when heal returns');
+
+      const single = pods.VDU1?.[0];
+      const name = single?.computeResource.resourceId as string;
+      await driver.heal(makeCtx(fx, instance, { operation: 'HEAL', scaleLevels: levels }), { targets: targetsFor(instance, [name]), entire: false, includeStorage: false, additionalParams: {} });
+      const healed = byVdu(await observeInto(instance)).VDU1?.[0];
+      assert.equal(healed?.computeResource.resourceId, name, 'a singleton Pod comes back under its name');
+      assert.notEqual(healed?.metadata?.uid, single?.metadata?.uid, 'new incarnation');
+      assert.equal(healed?.metadata?.ready, true, 'Ready when heal returns');
+    } finally {
+      await simControl(fx.sim, 'PUT', 'kubelet', { delayMs: 100 });
+    }
   });
 
   test('scale out and in patches replicas and waits for the Ready count', async () => {

@@ -261,10 +261,9 @@ describe('simulated Kubernetes API semantics', () => {
     await mk('orphan');
     const orphan = await simFetch(sim, 'DELETE', '/apis/apps/v1/namespaces/default/replicasets/orphan', { propagationPolicy: 'Orphan' });
     assert.equal(orphan.status, 200);
-    await new Promise((r) => setTimeout(r, 50));
-    const kept = (await get('/api/v1/namespaces/default/pods?labelSelector=rs%3Dorphan')).body.items;
-    assert.equal(kept.length, 2);
-    assert.ok(kept.every((p: Obj) => !p.metadata.ownerReferences));
+    const orphans = async (): Promise<Obj[]> => (await get('/api/v1/namespaces/default/pods?labelSelector=rs%3Dorphan')).body.items;
+    await waitFor('children orphaned', async () => (await orphans()).every((p: Obj) => !p.metadata.ownerReferences));
+    assert.equal((await orphans()).length, 2);
 
     await mk('fg');
     const fg = await simFetch(sim, 'DELETE', '/apis/apps/v1/namespaces/default/replicasets/fg', { propagationPolicy: 'Foreground' });
@@ -280,6 +279,9 @@ describe('simulated Kubernetes API semantics', () => {
     assert.equal(bg.body.kind, 'Status');
     assert.equal((await get('/apis/apps/v1/namespaces/default/replicasets/bg')).status, 404, 'owner gone at once');
     await waitFor('bg pods collected', async () => (await get('/api/v1/namespaces/default/pods?labelSelector=rs%3Dbg')).body.items.length === 0);
+    // The garbage collector has run since the orphaning (it collected fg's and bg's pods): the
+    // orphans are still there.
+    assert.equal((await orphans()).length, 2, 'orphans are never collected');
   });
 
   it('streams watch events, resumes from a resourceVersion and reports 410 for compacted ones', async () => {

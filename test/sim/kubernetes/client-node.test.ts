@@ -1,7 +1,7 @@
 /**
  * @kubernetes/client-node 1.4 against the simulated cluster: typed APIs (CoreV1Api, AppsV1Api),
  * KubernetesObjectApi, Watch, the three patch flavours, optimistic concurrency and error codes,
- * plus the event-driven timing the VNFM heal benchmark relies on.
+ * plus the event-driven ordering the VNFM heal (and its benchmark) relies on.
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
@@ -110,11 +110,11 @@ describe('simulated Kubernetes with @kubernetes/client-node', () => {
     }
   });
 
-  it('replaces a deleted pod within about one kubelet delay', async () => {
+  it('replaces a pod being deleted at once: the replacement exists before the old pod is gone', async () => {
     const pods = await core.listNamespacedPod({ namespace: 'cnf', labelSelector: 'app=vnfc' });
     const victim = pods.items[0]?.metadata?.name as string;
     const before = new Set(pods.items.map((p) => p.metadata?.name));
-    const t0 = Date.now();
+    const rv = pods.metadata?.resourceVersion as string;
     const deleted = (await core.deleteNamespacedPod({ name: victim, namespace: 'cnf', propagationPolicy: 'Foreground' })) as k8s.V1Pod;
     assert.ok(deleted.metadata?.deletionTimestamp, 'graceful deletion marks the pod');
     const replacement = await waitFor(
@@ -123,12 +123,8 @@ describe('simulated Kubernetes with @kubernetes/client-node', () => {
         const now = await core.listNamespacedPod({ namespace: 'cnf', labelSelector: 'app=vnfc' });
         return now.items.find((p) => !before.has(p.metadata?.name) && isReady(p));
       },
-      5000,
-      5,
+      30_000,
     );
-    const elapsed = Date.now() - t0;
-    assert.ok(replacement);
-    assert.ok(elapsed < KUBELET_DELAY + 400, `replacement took ${elapsed} ms`);
     await waitFor('old pod gone', async () => {
       try {
         await core.readNamespacedPod({ name: victim, namespace: 'cnf' });
@@ -137,6 +133,21 @@ describe('simulated Kubernetes with @kubernetes/client-node', () => {
         return codeOf(err) === 404;
       }
     });
+    // Order, from the sim's own history: a watch from the resourceVersion listed before the delete
+    // replays every change since. The ReplicaSet created the replacement while the old pod was
+    // still terminating (one kubelet delay on a heal's critical path, not two: what bench/cnf-heal
+    // measures), i.e. its ADDED comes before the old pod's DELETED.
+    const seen: string[] = [];
+    const ctl = await new k8s.Watch(kc).watch('/api/v1/namespaces/cnf/pods', { resourceVersion: rv, labelSelector: 'app=vnfc' }, (type, obj: k8s.V1Pod) => seen.push(`${type} ${obj.metadata?.name}`), () => {});
+    try {
+      await waitFor('the old pod DELETED in the replay', () => seen.includes(`DELETED ${victim}`));
+    } finally {
+      ctl.abort();
+    }
+    const added = seen.indexOf(`ADDED ${replacement.metadata?.name}`);
+    assert.ok(added >= 0 && added < seen.indexOf(`DELETED ${victim}`), seen.join(', '));
+    const marked = seen.indexOf(`MODIFIED ${victim}`);
+    assert.ok(marked >= 0 && marked < added, `marked for deletion first: ${seen.join(', ')}`);
   });
 
   it('patches with JSON patch, merge patch and strategic merge patch', async () => {

@@ -133,12 +133,27 @@ describe('OpenStack sim: Keystone v3', () => {
   it('expires tokens after the configured TTL', async () => {
     const short = await startOpenStackSim({ tokenTtlSeconds: 0.2 });
     try {
-      const s = await login(short);
-      assert.equal((await call('GET', `${s.heat}/stacks`, s.token)).status, 200);
-      await new Promise((r) => setTimeout(r, 300));
-      assert.equal((await call('GET', `${s.heat}/stacks`, s.token)).status, 401);
+      const c = short.credentials;
+      const issued = await call('POST', `${short.authUrl}/auth/tokens`, undefined, {
+        auth: {
+          identity: { methods: ['password'], password: { user: { name: c.username, domain: { name: c.userDomain }, password: c.password } } },
+          scope: { project: { name: c.project, domain: { name: c.projectDomain } } },
+        },
+      });
+      assert.equal(issued.status, 201);
+      const token = issued.headers.get('x-subject-token') as string;
+      const expiresAt = Date.parse(issued.body.token.expires_at);
+      assert.equal(expiresAt - Date.parse(issued.body.token.issued_at), 200, 'expires_at = issued_at + TTL');
+      // The token's own expiry time is the sync point (not a guessed pause).
+      while (Date.now() <= expiresAt) await new Promise((r) => setTimeout(r, expiresAt - Date.now() + 1));
+      const heat = `${short.url}/v1/${c.projectId}/stacks`;
+      assert.equal((await call('GET', heat, token)).status, 401, 'expired');
+      // With a long TTL (changed at run time) a new token works, and finds the expired one unknown.
+      const cfg = await call('PUT', `${short.url}/_sim/config`, undefined, { tokenTtlSeconds: 3600 }, { 'X-Sim-Admin-Secret': short.adminSecret });
+      assert.equal(cfg.status, 200);
       const fresh = await login(short);
-      const check = await call('GET', `${short.authUrl}/auth/tokens`, fresh.token, undefined, { 'X-Subject-Token': s.token });
+      assert.equal((await call('GET', `${fresh.heat}/stacks`, fresh.token)).status, 200);
+      const check = await call('GET', `${short.authUrl}/auth/tokens`, fresh.token, undefined, { 'X-Subject-Token': token });
       assert.equal(check.status, 404);
     } finally {
       await short.close();

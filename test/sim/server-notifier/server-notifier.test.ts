@@ -37,7 +37,8 @@ describe('Server Notifier sim', () => {
   let servers: Doc[] = [];
 
   const waitFor = async (n: number): Promise<void> => {
-    for (let i = 0; i < 300 && received.length < n; i++) await new Promise((r) => setTimeout(r, 10));
+    // Polls for the deliveries (the 30 s limit only guards against a hang on a loaded machine).
+    for (let i = 0; i < 3000 && received.length < n; i++) await new Promise((r) => setTimeout(r, 10));
     await notifier.drain();
   };
   const register = async (tenant: string, serverId: string, token: string | undefined, faultIds = ['1234']): Promise<Doc> =>
@@ -144,7 +145,17 @@ describe('Server Notifier sim', () => {
     const f = await call('POST', `${os.url}/_sim/hosts/${host}/fail`, undefined, { fault_id: '9999' }, { 'X-Sim-Admin-Secret': os.adminSecret });
     assert.equal(f.status, 200);
     await waitFor(expected.size);
-    await new Promise((r) => setTimeout(r, 50));
+    // Sync points instead of a pause: the OpenStack sim's delivery of the host.fault event was
+    // answered (the notifier creates every notification before answering), then every
+    // notification in flight is done. Whatever this fault makes the notifier send has arrived.
+    for (let i = 0; ; i++) {
+      const st = await call('GET', `${os.url}/_sim/state`, undefined, undefined, { 'X-Sim-Admin-Secret': os.adminSecret });
+      const ev = (st.body.webhookDeliveries as Doc[]).filter((d) => d.event === 'host.fault').at(-1);
+      if (typeof ev?.status === 'number' && ev.status < 300) break;
+      assert.ok(i < 1000, `host.fault event not delivered: ${JSON.stringify(ev)}`);
+      await new Promise((r) => setTimeout(r, 10));
+    }
+    await notifier.drain();
     assert.equal(received.length, expected.size);
     assert.deepEqual(new Set(received.map((x) => x.body.notification.alarm_id)), expected);
     for (const x of received) {

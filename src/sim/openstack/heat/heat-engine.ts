@@ -7,7 +7,7 @@
  * behaves the same against a cloud.
  */
 import type { ComputeService } from '../compute-service.ts';
-import { shortId, uuid } from '../ids.ts';
+import { isoMicros, shortId, uuid } from '../ids.ts';
 import type { NetworkService } from '../network-service.ts';
 import type { SimLogger } from '../options.ts';
 import type { VolumeService } from '../volume-service.ts';
@@ -48,6 +48,59 @@ class OpFailure extends Error {
 
 /** Operations whose next executions can be made to fail through the `/_sim` API. */
 export type InjectableOp = 'create' | 'update' | 'delete';
+
+/** One stack operation request the engine received (`/_sim/state` -> `heat.journal`). */
+export interface HeatJournalEntry {
+  /** 1, 2, 3, ... in arrival order. */
+  readonly seq: number;
+  readonly time: string;
+  readonly operation: InjectableOp | 'mark_unhealthy' | 'signal';
+  readonly stackId: string;
+  readonly stackName: string;
+  /** mark_unhealthy / signal: the resource name and its physical id at that moment. */
+  readonly resource?: string;
+  readonly physicalId?: string;
+  /** mark_unhealthy: true to mark, false to clear. */
+  readonly unhealthy?: boolean;
+  /** Id of the hold that held this operation. */
+  readonly heldBy?: string;
+}
+
+/** A stack operation that arrived while a hold was active (it stays `*_IN_PROGRESS` until released). */
+export interface HeldStackOperation {
+  readonly holdId: string;
+  readonly operation: InjectableOp;
+  readonly stackId: string;
+  readonly stackName: string;
+  readonly time: string;
+}
+
+/** A hold on stack operations (see {@link HeatEngine.hold}). */
+export interface StackHold {
+  readonly id: string;
+  readonly operation: InjectableOp;
+  /** Name or id of the only stack held; every stack when absent. */
+  readonly stack: string | undefined;
+  /** Operations held so far, in arrival order. */
+  readonly held: readonly HeldStackOperation[];
+  readonly released: boolean;
+  /** Resolves with the first operation held. */
+  readonly reached: Promise<HeldStackOperation>;
+}
+
+interface HoldState {
+  id: string;
+  operation: InjectableOp;
+  stack: string | undefined;
+  held: HeldStackOperation[];
+  released: boolean;
+  gate: Promise<void>;
+  open: () => void;
+  reached: Promise<HeldStackOperation>;
+  arrive: (h: HeldStackOperation) => void;
+}
+
+const MAX_JOURNAL = 1000;
 
 /** What the engine needs from the rest of the sim. */
 export interface HeatEngineDeps {
@@ -196,6 +249,9 @@ export class HeatEngine {
   private readonly failures: Record<InjectableOp, string[]> = { create: [], update: [], delete: [] };
   private seq = 0;
   private closed = false;
+  private readonly holdStates = new Map<string, HoldState>();
+  private readonly journalEntries: HeatJournalEntry[] = [];
+  private journalSeq = 0;
 
   constructor(private readonly deps: HeatEngineDeps) {}
 
@@ -219,6 +275,89 @@ export class HeatEngine {
     this.failures.create = [];
     this.failures.update = [];
     this.failures.delete = [];
+  }
+
+  /**
+   * Holds the next `operation`s (on `stack`, a name or id, or on every top-level stack): each is
+   * accepted as usual (the stack goes `*_IN_PROGRESS` and the API answers) but does not progress
+   * until the hold is released; then it completes after the usual delay. `reached` of the result
+   * resolves when the first operation is held. Tests use it to act at a known point of a stack
+   * operation (e.g. kill the VNFM while Heat is updating).
+   */
+  hold(operation: InjectableOp, stack?: string): StackHold {
+    let open!: () => void;
+    const gate = new Promise<void>((r) => (open = r));
+    let arrive!: (h: HeldStackOperation) => void;
+    const reached = new Promise<HeldStackOperation>((r) => (arrive = r));
+    // A hold released (or a sim closed) before anything arrived leaves `reached` pending: no unhandled rejection.
+    const h: HoldState = { id: uuid(), operation, stack, held: [], released: false, gate, open, reached, arrive };
+    this.holdStates.set(h.id, h);
+    return this.holdView(h);
+  }
+
+  /** Lets the operations of a hold progress and ends the hold; false when unknown or released already. */
+  releaseHold(id: string): boolean {
+    const h = this.holdStates.get(id);
+    if (!h || h.released) return false;
+    h.released = true;
+    this.holdStates.delete(id);
+    h.open();
+    return true;
+  }
+
+  /** Releases every hold (`/_sim/reset`). */
+  releaseAllHolds(): void {
+    for (const id of [...this.holdStates.keys()]) this.releaseHold(id);
+  }
+
+  /** Active holds. */
+  holds(): StackHold[] {
+    return [...this.holdStates.values()].map((h) => this.holdView(h));
+  }
+
+  /** An active hold by id. */
+  getHold(id: string): StackHold | undefined {
+    const h = this.holdStates.get(id);
+    return h ? this.holdView(h) : undefined;
+  }
+
+  private holdView(h: HoldState): StackHold {
+    return {
+      id: h.id,
+      operation: h.operation,
+      stack: h.stack,
+      get held() {
+        return [...h.held];
+      },
+      get released() {
+        return h.released;
+      },
+      reached: h.reached,
+    };
+  }
+
+  /** The gate of the first active hold matching this operation (recording the arrival), if any. */
+  private holdFor(op: InjectableOp, stack: HeatStack): HoldState | undefined {
+    for (const h of this.holdStates.values()) {
+      if (h.released || h.operation !== op) continue;
+      if (h.stack !== undefined && h.stack !== stack.name && h.stack !== stack.id) continue;
+      const arrival: HeldStackOperation = { holdId: h.id, operation: op, stackId: stack.id, stackName: stack.name, time: isoMicros() };
+      h.held.push(arrival);
+      if (h.held.length === 1) h.arrive(arrival);
+      this.deps.logger.debug({ stack: stack.name, operation: op, hold: h.id }, 'heat stack operation held');
+      return h;
+    }
+    return undefined;
+  }
+
+  /** Stack operations received so far (the last {@link MAX_JOURNAL}), oldest first. */
+  journal(): HeatJournalEntry[] {
+    return [...this.journalEntries];
+  }
+
+  private record(e: Omit<HeatJournalEntry, 'seq' | 'time'>): void {
+    this.journalEntries.push({ seq: ++this.journalSeq, time: isoMicros(), ...e });
+    if (this.journalEntries.length > MAX_JOURNAL) this.journalEntries.splice(0, this.journalEntries.length - MAX_JOURNAL);
   }
 
   /** Pending injected failures per operation (for `/_sim/state`). */
@@ -288,6 +427,8 @@ export class HeatEngine {
     this.stacks.set(stack.id, stack);
     this.stackEvent(stack);
     this.initResources(stack);
+    const hold = this.holdFor('create', stack);
+    this.record({ operation: 'create', stackId: stack.id, stackName: stack.name, ...(hold ? { heldBy: hold.id } : {}) });
     this.schedule(stack, () => {
       const injected = this.failures.create.shift();
       if (injected !== undefined) {
@@ -295,7 +436,7 @@ export class HeatEngine {
         return;
       }
       this.runCreate(stack, false);
-    });
+    }, hold?.gate);
     this.deps.logger.debug({ stack: stack.name, stackId: stack.id }, 'heat stack create started');
     return stack;
   }
@@ -331,28 +472,40 @@ export class HeatEngine {
     stack.params = this.resolveStackParams(stack, false);
     this.setStackState(stack, 'UPDATE', 'IN_PROGRESS', 'Stack UPDATE started');
     stack.updatedAt = Date.now();
-    this.schedule(stack, () => {
-      const injected = this.failures.update.shift();
-      if (injected !== undefined) {
-        this.setStackState(stack, 'UPDATE', 'FAILED', `Resource UPDATE failed: ${injected}`);
-        return;
-      }
-      this.runUpdate(stack, stack.template, stack.userParams, false);
-    });
+    const hold = this.holdFor('update', stack);
+    this.record({ operation: 'update', stackId: stack.id, stackName: stack.name, ...(hold ? { heldBy: hold.id } : {}) });
+    this.schedule(
+      stack,
+      () => {
+        const injected = this.failures.update.shift();
+        if (injected !== undefined) {
+          this.setStackState(stack, 'UPDATE', 'FAILED', `Resource UPDATE failed: ${injected}`);
+          return;
+        }
+        this.runUpdate(stack, stack.template, stack.userParams, false);
+      },
+      hold?.gate,
+    );
   }
 
   /** Starts the asynchronous deletion (answers 204 right away, as Heat does). */
   deleteStack(stack: HeatStack): void {
     if (stack.deleted) throw new HeatApiError(404, 'EntityNotFound', `The Stack (${stack.name}) could not be found.`);
     this.setStackState(stack, 'DELETE', 'IN_PROGRESS', 'Stack DELETE started');
-    this.schedule(stack, () => {
-      const injected = this.failures.delete.shift();
-      if (injected !== undefined) {
-        this.setStackState(stack, 'DELETE', 'FAILED', `Resource DELETE failed: ${injected}`);
-        return;
-      }
-      this.runDelete(stack, false);
-    });
+    const hold = this.holdFor('delete', stack);
+    this.record({ operation: 'delete', stackId: stack.id, stackName: stack.name, ...(hold ? { heldBy: hold.id } : {}) });
+    this.schedule(
+      stack,
+      () => {
+        const injected = this.failures.delete.shift();
+        if (injected !== undefined) {
+          this.setStackState(stack, 'DELETE', 'FAILED', `Resource DELETE failed: ${injected}`);
+          return;
+        }
+        this.runDelete(stack, false);
+      },
+      hold?.gate,
+    );
   }
 
   /** `PATCH .../resources/{name}` with `mark_unhealthy`. */
@@ -361,6 +514,7 @@ export class HeatEngine {
     if (!r || stack.deleted) {
       throw new HeatApiError(404, 'ResourceNotFound', `The Resource (${resourceName}) could not be found in Stack ${stack.name}.`);
     }
+    this.record({ operation: 'mark_unhealthy', stackId: stack.id, stackName: stack.name, resource: resourceName, physicalId: r.physicalId, unhealthy });
     if (unhealthy) {
       this.setResourceState(stack, r, 'CHECK', 'FAILED', reason || 'state changed by resource_mark_unhealthy api');
     } else if (r.action === 'CHECK' && r.status === 'FAILED') {
@@ -380,6 +534,7 @@ export class HeatEngine {
     if (r.action === 'INIT' || r.status === 'IN_PROGRESS') {
       throw new HeatApiError(400, 'ResourceActionNotSupported', `Signal resource during ${r.action} is not supported.`);
     }
+    this.record({ operation: 'signal', stackId: stack.id, stackName: stack.name, resource: resourceName, physicalId: r.physicalId });
     const groupRef = String(r.props.auto_scaling_group_id ?? '');
     const group = [...stack.resources.values()].find(
       (g) => g.kind === 'asg' && (g.physicalId === groupRef || g.name === groupRef),
@@ -1074,7 +1229,8 @@ export class HeatEngine {
   // -------------------------------------------------------------------------------------------
   // Scheduling
 
-  private schedule(stack: HeatStack, fn: () => void): void {
+  /** Runs `fn` after the delay (after `gate` opens first, when given); a later operation on the stack supersedes it. */
+  private schedule(stack: HeatStack, fn: () => void, gate?: Promise<void>): void {
     stack.opToken += 1;
     const token = stack.opToken;
     const run = (): void => {
@@ -1088,7 +1244,11 @@ export class HeatEngine {
         }
       }
     };
-    this.later(run);
+    if (gate === undefined) this.later(run);
+    else
+      void gate.then(() => {
+        if (!this.closed) this.later(run);
+      });
   }
 
   private later(fn: () => void): void {
