@@ -29,6 +29,7 @@ import { startVnfm } from '../src/server.ts';
 import { startOpenStackSim } from '../src/sim/openstack/index.ts';
 import { startServerNotifierSim } from '../src/sim/server-notifier/index.ts';
 import { openStore } from '../src/store/db.ts';
+import { apiClient, type Json } from './http-client.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -38,8 +39,6 @@ const ROUNDS = arg('rounds', 20);
 const WINDOW_MS = arg('window-ms', 1000);
 const HEAT_DELAY_MS = arg('heat-delay-ms', 20);
 
-// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON
-type Json = Record<string, any>;
 
 function pct(xs: number[], p: number): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -79,34 +78,11 @@ const config = resolveConfig({
 const vnfm = await startVnfm(config, { store, logger: createLogger('warn') });
 const base = vnfm.url;
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: Json; location: string | null }> {
-  const headers: Record<string, string> = path.startsWith('/vnflcm/v2') ? { version: '2.0.0' } : {};
-  let payload: string | Uint8Array<ArrayBuffer> | undefined;
-  if (Buffer.isBuffer(body)) {
-    headers['content-type'] = 'application/zip';
-    payload = new Uint8Array(body);
-  } else if (body !== undefined) {
-    headers['content-type'] = 'application/json';
-    payload = JSON.stringify(body);
-  }
-  const r = await fetch(`${base}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
-  const text = await r.text();
-  if (r.status >= 400) throw new Error(`${method} ${path}: ${r.status} ${text}`);
-  return { status: r.status, json: text ? JSON.parse(text) : {}, location: r.headers.get('location') };
-}
+const { call, waitDone } = apiClient(base);
 
 async function simFail(serverId: string): Promise<void> {
   const r = await fetch(`${os.url}/_sim/servers/${serverId}/fail`, { method: 'POST', headers: { 'X-Sim-Admin-Secret': os.adminSecret, 'content-type': 'application/json' }, body: '{}' });
   if (r.status !== 200) throw new Error(`fail server ${serverId}: ${r.status} ${await r.text()}`);
-}
-
-async function waitOp(opId: string): Promise<Json> {
-  for (;;) {
-    const o = (await call('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`)).json;
-    if (o.operationState === 'COMPLETED') return o;
-    if (['FAILED_TEMP', 'FAILED', 'ROLLED_BACK'].includes(o.operationState)) throw new Error(`op ${opId} ${o.operationState}: ${JSON.stringify(o.error)}`);
-    await sleep(5);
-  }
 }
 
 try {
@@ -122,7 +98,7 @@ try {
     vnfConfigurableProperties: { isAutohealEnabled: true },
     additionalParams: { ServerNotifierUri: notifier.url, ServerNotifierFaultID: ['1234'] },
   });
-  await waitOp(String(inst.location).split('/').pop() as string);
+  await waitDone(String(inst.location).split('/').pop() as string);
 
   const total: number[] = [];
   const beyond: number[] = [];
@@ -145,7 +121,7 @@ try {
       if (bad) throw new Error(`batch ${bad.id} ${bad.status}: ${bad.reason}`);
       await sleep(5);
     }
-    const occ = await waitOp(batch.vnfLcmOpOccId as string);
+    const occ = await waitDone(batch.vnfLcmOpOccId as string);
     const tDone = Date.parse(occ.stateEnteredTime);
     const notes = (await call('GET', `/vnfm/v1/fault_notifications?vnfInstanceId=${id}`)).json as Json[];
     const received = Math.min(...notes.filter((n) => n.batchId === batch.id).map((n) => Date.parse(n.receivedAt)));

@@ -17,13 +17,13 @@
  */
 import { loadavg } from 'node:os';
 import { Writable } from 'node:stream';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { buildCsarFromDir } from '../src/packages/csar-reader.ts';
 import { startVnfm } from '../src/server.ts';
 import { startKubernetesSim } from '../src/sim/kubernetes/index.ts';
 import { openStore } from '../src/store/db.ts';
+import { apiClient, type Json } from './http-client.ts';
 
 const arg = (name: string, def: number) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -65,33 +65,8 @@ const config = resolveConfig({ flags: { sim: false, logLevel: 'info', dataDir: '
 const vnfm = await startVnfm(config, { store, logger: createLogger('info', sink) });
 const base = vnfm.url;
 
-// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON
-type Json = Record<string, any>;
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; json: Json; location: string | null }> {
-  const headers: Record<string, string> = path.startsWith('/vnflcm/v2') ? { version: '2.0.0' } : {};
-  let payload: string | Uint8Array<ArrayBuffer> | undefined;
-  if (Buffer.isBuffer(body)) {
-    headers['content-type'] = 'application/zip';
-    payload = new Uint8Array(body);
-  } else if (body !== undefined) {
-    headers['content-type'] = 'application/json';
-    payload = JSON.stringify(body);
-  }
-  const r = await fetch(`${base}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
-  const text = await r.text();
-  if (r.status >= 400) throw new Error(`${method} ${path}: ${r.status} ${text}`);
-  return { status: r.status, json: text ? JSON.parse(text) : {}, location: r.headers.get('location') };
-}
-
-async function waitDone(opId: string): Promise<Json> {
-  for (;;) {
-    const o = (await call('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`)).json;
-    if (o.operationState === 'COMPLETED') return o;
-    if (['FAILED_TEMP', 'FAILED', 'ROLLED_BACK'].includes(o.operationState)) throw new Error(`op ${opId} ${o.operationState}: ${JSON.stringify(o.error)}`);
-    await sleep(5);
-  }
-}
+const { call, waitDone } = apiClient(base);
 
 try {
   await call('POST', '/v1.0/vims', { vim: { name: 'bench-k8s', type: 'kubernetes', auth_url: sim.url, auth_cred: { bearer_token: sim.token, ssl_ca_cert: sim.caCert }, vim_project: { name: 'default' }, is_default: true } });

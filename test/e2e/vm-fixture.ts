@@ -16,7 +16,7 @@ import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/in
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { STAND_IN_TEMPLATES_DIR } from '../helpers/fixtures.ts';
 import { csarOf, ROOT } from '../helpers/packages.ts';
-import { realHeatSettings } from '../helpers/stages.ts';
+import { type RealHeatSettings, realHeatSettings } from '../helpers/stages.ts';
 
 /** Body of an API answer (parsed JSON, or `{}` when empty). */
 // biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON in scenario tests
@@ -51,14 +51,7 @@ export function standInEnvironment(): { heat_environment: Json; heat_environment
 }
 
 /** Keystone credentials of the cloud under test. */
-interface Credentials {
-  authUrl: string;
-  username: string;
-  password: string;
-  project: string;
-  userDomain: string;
-  projectDomain: string;
-}
+type Credentials = Omit<RealHeatSettings, 'region'>;
 
 /** Read-only Heat access for assertions, with its own Keystone token (independent of the VNFM's clients). */
 export class HeatInspector {
