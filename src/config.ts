@@ -33,6 +33,13 @@ export interface VnfmConfig {
   apiAuth: 'none' | 'token';
   /** Accepted API tokens when `apiAuth` is 'token'. */
   apiTokens: string[];
+  /** Liveness (`/healthz`) and readiness (`/readyz`) probes. */
+  health: {
+    /** Probes answer without a token even when `apiAuth` is 'token'. @default true */
+    public: boolean;
+    /** How long readiness waits for the database's `select 1` before reporting it down. @default 1000 */
+    readyTimeoutMs: number;
+  };
   /** Start the simulated cloud (OpenStack, Kubernetes, Server Notifier) and register it as default VIMs. @default true */
   sim: boolean;
   /** Ports of the simulated cloud (0 = any free port). */
@@ -54,20 +61,44 @@ export interface VnfmConfig {
     pollMs: number;
     /** Max concurrent operations in this process. @default 8 */
     concurrency: number;
+    /**
+     * Automatic retries of a step that failed with a retryable error (VIM 5xx, timeouts, refused
+     * connections, 429): exponential back-off with jitter, `Retry-After` honoured. The op stays
+     * PROCESSING and no worker slot is held while it waits.
+     */
+    stepRetries: {
+      /** Attempts of one step in all, the first included; 1 = no automatic retry. @default 5 */
+      maxAttempts: number;
+      /** Back-off cap of the first retry; doubles per retry. @default 1000 */
+      baseDelayMs: number;
+      /** Largest delay between two attempts (also caps a VIM's Retry-After). @default 60000 */
+      maxDelayMs: number;
+    };
+    /**
+     * On SIGTERM/close: how long running operations may go on before they are aborted at their
+     * next safe point; their leases are then released so the next process resumes them at once.
+     * @default 30000
+     */
+    shutdownGraceMs: number;
   };
   /** Notification delivery. */
   notifications: {
     /** Per-delivery timeout. @default 10000 */
     timeoutMs: number;
-    /** Attempts before a delivery is marked dead. @default 10 */
-    maxAttempts: number;
+    /**
+     * How long a notification is retried while its subscriber keeps failing (measured from the
+     * first failed attempt of the subscriber's current failure streak), before it is marked DEAD
+     * (logged at error level, counted, listable and redeliverable through the API). Not a count of
+     * attempts: a subscriber down for minutes or hours loses nothing. @default 86400000 (24 h)
+     */
+    retryForMs: number;
     /** First back-off; doubles per attempt up to maxBackoffMs. @default 500 */
     backoffMs: number;
-    /** @default 60000 */
+    /** Longest pause between two attempts. @default 300000 (5 min) */
     maxBackoffMs: number;
     /** Send GET to the callback URI at subscription time and require 204. @default true */
     testCallback: boolean;
-    /** Delivered and dead notifications are purged from the outbox after this long. @default 7 days */
+    /** Delivered and dead notifications are purged from the outbox this long after they were delivered or given up. @default 7 days */
     retentionMs: number;
   };
   /** Grants toward an NFVO. */
@@ -132,6 +163,25 @@ export interface VnfmConfig {
     /** @default 1000 */
     settleDelayMs: number;
   };
+  /** VNF package onboarding limits (see docs/api.md, "Onboarding limits"). */
+  packages: {
+    /** Largest uncompressed size of any one CSAR entry; checked while inflating. @default 16777216 (16 MiB) */
+    maxFileBytes: number;
+    /** Largest uncompressed size of a file the VNFD parser reads (TOSCA-Metadata/, Definitions/, root files, imports, Kubernetes manifests). @default 4194304 (4 MiB) */
+    maxVnfdBytes: number;
+    /** Largest sum of the uncompressed sizes of all entries. @default 536870912 (512 MiB) */
+    maxTotalBytes: number;
+    /** Most entries in one CSAR. @default 10000 */
+    maxEntries: number;
+    /** V8 heap limit of the onboarding worker process, in MiB. @default 256 */
+    maxOldGenerationSizeMb: number;
+    /** Time limit of one onboarding's CSAR read + VNFD parse. @default 60000 */
+    onboardTimeoutMs: number;
+    /** Onboardings running at once in this process; uploads beyond get 503 with Retry-After. @default 2 */
+    maxConcurrentOnboardings: number;
+    /** Retry-After (seconds) of that 503. @default 5 */
+    busyRetryAfterSeconds: number;
+  };
   /** Timeouts of VIM operations. */
   vim: {
     /** Heat stack operation timeout. @default 1200000 */
@@ -156,10 +206,11 @@ export function defaultConfig(): VnfmConfig {
     maxPackageBytes: 512 * 1024 * 1024,
     apiAuth: 'none',
     apiTokens: [],
+    health: { public: true, readyTimeoutMs: 1000 },
     sim: true,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
-    runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8 },
-    notifications: { timeoutMs: 10_000, maxAttempts: 10, backoffMs: 500, maxBackoffMs: 60_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
+    runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
+    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
     grants: {
       mode: 'local',
       endpoint: undefined,
@@ -172,6 +223,7 @@ export function defaultConfig(): VnfmConfig {
     faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
     autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8, intakePriorityRate: 200, intakePriorityMaxMs: 10_000 },
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
+    packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
     vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000 },
   };
 }
@@ -194,8 +246,13 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_PAGE_SIZE: ['pageSize', 'number'],
   VNFM_API_AUTH: ['apiAuth', 'string'],
   VNFM_API_TOKENS: ['apiTokens', 'list'],
+  VNFM_HEALTH_PUBLIC: ['health.public', 'boolean'],
+  VNFM_HEALTH_READY_TIMEOUT_MS: ['health.readyTimeoutMs', 'number'],
   VNFM_SIM: ['sim', 'boolean'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
+  VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
+  VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
+  VNFM_STEP_MAX_ATTEMPTS: ['runner.stepRetries.maxAttempts', 'number'],
   VNFM_GRANT_MODE: ['grants.mode', 'string'],
   VNFM_GRANT_ENDPOINT: ['grants.endpoint', 'string'],
   VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
@@ -203,7 +260,13 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_GRANT_CLIENT_SECRET: ['grants.clientSecret', 'string'],
   VNFM_AUTOHEAL_MAX_UNHEALTHY: ['autoheal.maxUnhealthy', 'string'],
   VNFM_SYNC_INTERVAL_MS: ['sync.intervalMs', 'number'],
+  VNFM_NOTIFICATION_RETRY_FOR_MS: ['notifications.retryForMs', 'number'],
   VNFM_FAULT_WINDOW_MS: ['faultNotification.windowMs', 'number'],
+  VNFM_PACKAGES_MAX_FILE_BYTES: ['packages.maxFileBytes', 'number'],
+  VNFM_PACKAGES_MAX_VNFD_BYTES: ['packages.maxVnfdBytes', 'number'],
+  VNFM_PACKAGES_MAX_OLD_GENERATION_SIZE_MB: ['packages.maxOldGenerationSizeMb', 'number'],
+  VNFM_PACKAGES_ONBOARD_TIMEOUT_MS: ['packages.onboardTimeoutMs', 'number'],
+  VNFM_PACKAGES_MAX_CONCURRENT_ONBOARDINGS: ['packages.maxConcurrentOnboardings', 'number'],
   VNFM_FAULT_AUTH: ['faultNotification.auth', 'string'],
   VNFM_FAULT_CREDENTIAL: ['faultNotification.credential', 'string'],
 };
@@ -256,14 +319,20 @@ function setPath(obj: Record<string, unknown>, path: string, value: unknown): vo
   cur[parts[parts.length - 1] as string] = value;
 }
 
-function merge<T>(base: T, over: unknown): T {
+/** Settings that were removed, with what replaces them (named in the error). */
+const REPLACED_SETTINGS: Record<string, string> = {
+  'notifications.maxAttempts': 'notifications.maxAttempts was replaced by notifications.retryForMs: notifications are retried for a duration (ms, default 24 h), not a number of attempts',
+};
+
+function merge<T>(base: T, over: unknown, path = ''): T {
   if (over === undefined || over === null || typeof over !== 'object' || Array.isArray(over)) return base;
   const out = { ...(base as Record<string, unknown>) };
   for (const [k, v] of Object.entries(over as Record<string, unknown>)) {
-    if (!(k in out)) throw new ConfigError(`unknown setting: ${k}`);
+    const replaced = REPLACED_SETTINGS[`${path}${k}`];
+    if (!(k in out)) throw new ConfigError(`unknown setting: ${k}${replaced ? ` (${replaced})` : ''}`);
     const cur = out[k];
     if (v !== null && typeof v === 'object' && !Array.isArray(v) && cur !== null && typeof cur === 'object' && !Array.isArray(cur)) {
-      out[k] = merge(cur, v);
+      out[k] = merge(cur, v, `${path}${k}.`);
     } else {
       out[k] = v;
     }
@@ -285,6 +354,8 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isInteger(cfg.pageSize) || cfg.pageSize < 0) throw new ConfigError(`pageSize: must be >= 0`);
   if (!['none', 'token'].includes(cfg.apiAuth)) throw new ConfigError(`apiAuth: must be none or token`);
   if (cfg.apiAuth === 'token' && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
+  if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
+  if (!Number.isInteger(cfg.health.readyTimeoutMs) || cfg.health.readyTimeoutMs < 1) throw new ConfigError('health.readyTimeoutMs must be an integer >= 1');
   if (!['local', 'external'].includes(cfg.grants.mode)) throw new ConfigError('grants.mode: must be local or external');
   if (cfg.grants.mode === 'external' && !cfg.grants.endpoint) throw new ConfigError('grants.endpoint is required when grants.mode is external');
   if (!['none', 'bearer', 'basic'].includes(cfg.faultNotification.auth)) throw new ConfigError('faultNotification.auth: none, bearer or basic');
@@ -294,7 +365,21 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (cfg.databaseUrl && !/^postgres(ql)?:\/\//.test(cfg.databaseUrl)) throw new ConfigError('databaseUrl must be a postgres:// URL');
   if (cfg.databaseUrl && !cfg.secretKey) throw new ConfigError('secretKey (VNFM_SECRET_KEY, 64 hex chars) is required with databaseUrl, so that every VNFM process (and the next start) can open the sealed credentials');
   for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) if (!(cfg.sync[k] >= 0)) throw new ConfigError(`sync.${k} must be >= 0`);
+  for (const k of ['retryForMs', 'backoffMs', 'maxBackoffMs', 'timeoutMs', 'retentionMs'] as const) if (!(Number.isFinite(cfg.notifications[k]) && cfg.notifications[k] >= 0)) throw new ConfigError(`notifications.${k} must be a number >= 0`);
+  if (cfg.notifications.maxBackoffMs < cfg.notifications.backoffMs) throw new ConfigError('notifications.maxBackoffMs must be >= notifications.backoffMs');
   if (!Number.isInteger(cfg.sync.settleAttempts) || cfg.sync.settleAttempts < 1) throw new ConfigError('sync.settleAttempts must be an integer >= 1');
+  const r = cfg.runner;
+  if (!Number.isInteger(r.leaseMs) || r.leaseMs < 100) throw new ConfigError('runner.leaseMs must be an integer >= 100');
+  if (!Number.isInteger(r.pollMs) || r.pollMs < 1) throw new ConfigError('runner.pollMs must be an integer >= 1');
+  if (!Number.isInteger(r.concurrency) || r.concurrency < 1) throw new ConfigError('runner.concurrency must be an integer >= 1');
+  if (!Number.isInteger(r.stepRetries.maxAttempts) || r.stepRetries.maxAttempts < 1) throw new ConfigError('runner.stepRetries.maxAttempts must be an integer >= 1');
+  if (!Number.isFinite(r.stepRetries.baseDelayMs) || r.stepRetries.baseDelayMs < 0) throw new ConfigError('runner.stepRetries.baseDelayMs must be >= 0');
+  if (!Number.isFinite(r.stepRetries.maxDelayMs) || r.stepRetries.maxDelayMs < r.stepRetries.baseDelayMs) throw new ConfigError('runner.stepRetries.maxDelayMs must be >= runner.stepRetries.baseDelayMs');
+  if (!Number.isFinite(r.shutdownGraceMs) || r.shutdownGraceMs < 0) throw new ConfigError('runner.shutdownGraceMs must be >= 0');
+  for (const k of ['maxFileBytes', 'maxVnfdBytes', 'maxTotalBytes', 'maxEntries', 'maxOldGenerationSizeMb', 'onboardTimeoutMs', 'maxConcurrentOnboardings', 'busyRetryAfterSeconds'] as const) {
+    if (!Number.isInteger(cfg.packages[k]) || cfg.packages[k] < 1) throw new ConfigError(`packages.${k} must be an integer >= 1`);
+  }
+  if (cfg.packages.maxOldGenerationSizeMb < 16) throw new ConfigError('packages.maxOldGenerationSizeMb must be >= 16');
   if (!cfg.runner.workerId) cfg.runner.workerId = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   if (!cfg.publicUrl) cfg.publicUrl = `http://${cfg.host === '0.0.0.0' ? '127.0.0.1' : cfg.host}:${cfg.port}`;
   cfg.publicUrl = cfg.publicUrl.replace(/\/+$/, '');

@@ -2,6 +2,17 @@
  * The one error catalog of the VNFM. Domain code throws {@link VnfmError}s with a stable `code`;
  * the API layer maps them to SOL013 ProblemDetails in one place (`src/api/problem.ts`), so clients
  * see the same status and wording for the same fault whichever endpoint raised it.
+ *
+ * Failure taxonomy (what the LCM engine does with a failed step, see docs/architecture.md):
+ * - **retryable** ({@link retryableError}): the same step may succeed later without anybody
+ *   changing anything (VIM 5xx, request timeouts, refused/reset connections, 429 throttling).
+ *   The engine re-runs the step with exponential back-off, honouring {@link VnfmError.retryAfterMs},
+ *   up to `runner.stepRetries.maxAttempts`; the op stays PROCESSING meanwhile.
+ * - **terminal** ({@link terminalError}): repeating the step as is cannot help (4xx validation,
+ *   quota, not found, authentication refused, a VIM resource that failed, a wait that ran out of
+ *   time). The op goes FAILED_TEMP at once with the ProblemDetails; an operator retries, rolls
+ *   back or fails it.
+ * Anything that is not a {@link VnfmError} (a bug, a database failure) is terminal.
  */
 
 /** Definition of one catalog entry: HTTP status, ProblemDetails title, and whether a retry may help. */
@@ -28,6 +39,8 @@ export const ERRORS = {
   VNFM_ERR_PKG_NOT_FOUND: { httpStatus: 404, title: 'Not Found', retryable: false },
   VNFM_ERR_PKG_STATE: { httpStatus: 409, title: 'Conflict', retryable: false },
   VNFM_ERR_PKG_INVALID: { httpStatus: 422, title: 'Unprocessable Entity', retryable: false },
+  /** Onboarding capacity of this process is in use: retry after the `Retry-After` delay. */
+  VNFM_ERR_PKG_BUSY: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
   VNFM_ERR_VNFD_NOT_FOUND: { httpStatus: 422, title: 'Unprocessable Entity', retryable: false },
   VNFM_ERR_INST_NOT_FOUND: { httpStatus: 404, title: 'Not Found', retryable: false },
   VNFM_ERR_INST_STATE: { httpStatus: 409, title: 'Conflict', retryable: false },
@@ -43,6 +56,8 @@ export const ERRORS = {
   VNFM_ERR_VIM_CONFLICT: { httpStatus: 409, title: 'Conflict', retryable: false },
   VNFM_ERR_VIM_UNREACHABLE: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
   VNFM_ERR_VIM_FAILED: { httpStatus: 500, title: 'VIM Operation Failed', retryable: false },
+  /** The VNF's deployment unit on the VIM (Heat stack; Kubernetes namespace / workloads) is gone: never read as "no resources". */
+  VNFM_ERR_INFRA_STACK_MISSING: { httpStatus: 409, title: 'VNF Resources Missing on the VIM', retryable: false },
   VNFM_ERR_GRANT_REJECTED: { httpStatus: 403, title: 'Grant Rejected', retryable: false },
   VNFM_ERR_GRANT_FAILED: { httpStatus: 503, title: 'Grant Failed', retryable: true },
   VNFM_ERR_MGMT_FAILED: { httpStatus: 422, title: 'Management Driver Failed', retryable: false },
@@ -67,8 +82,13 @@ export class VnfmError extends Error {
   readonly retryable: boolean;
   /** Extra ProblemDetails members (e.g. the ids that do not exist). */
   readonly extra: Record<string, unknown> | undefined;
+  /**
+   * Retryable errors only: the earliest time, in ms from now, a retry makes sense (a VIM's
+   * `Retry-After`). The engine waits at least this long (within its maximum back-off).
+   */
+  readonly retryAfterMs: number | undefined;
 
-  constructor(code: ErrorCode, detail: string, opts: { cause?: unknown; extra?: Record<string, unknown>; retryable?: boolean } = {}) {
+  constructor(code: ErrorCode, detail: string, opts: VnfmErrorOptions = {}) {
     super(detail, opts.cause === undefined ? undefined : { cause: opts.cause });
     this.name = 'VnfmError';
     this.code = code;
@@ -77,12 +97,61 @@ export class VnfmError extends Error {
     this.title = def.title;
     this.retryable = opts.retryable ?? def.retryable;
     this.extra = opts.extra;
+    this.retryAfterMs = this.retryable && opts.retryAfterMs !== undefined && Number.isFinite(opts.retryAfterMs) && opts.retryAfterMs > 0 ? Math.round(opts.retryAfterMs) : undefined;
   }
 }
 
+/** Options of a {@link VnfmError}. */
+export interface VnfmErrorOptions {
+  cause?: unknown;
+  extra?: Record<string, unknown>;
+  /** Overrides the catalog's `retryable` default of the code. */
+  retryable?: boolean;
+  /** Retry-after hint in ms (kept on retryable errors only). */
+  retryAfterMs?: number;
+}
+
 /** Shorthand constructor, so call sites read `throw vnfmError('VNFM_ERR_INST_NOT_FOUND', ...)`. */
-export function vnfmError(code: ErrorCode, detail: string, opts?: { cause?: unknown; extra?: Record<string, unknown>; retryable?: boolean }): VnfmError {
+export function vnfmError(code: ErrorCode, detail: string, opts?: VnfmErrorOptions): VnfmError {
   return new VnfmError(code, detail, opts);
+}
+
+/**
+ * A failure worth repeating as is, later (whatever the code's catalog default): the engine
+ * retries the step with back-off, not before `retryAfterMs` when given.
+ */
+export function retryableError(code: ErrorCode, detail: string, opts: Omit<VnfmErrorOptions, 'retryable'> = {}): VnfmError {
+  return new VnfmError(code, detail, { ...opts, retryable: true });
+}
+
+/** A failure that repeating cannot fix (whatever the code's catalog default): FAILED_TEMP at once. */
+export function terminalError(code: ErrorCode, detail: string, opts: Omit<VnfmErrorOptions, 'retryable' | 'retryAfterMs'> = {}): VnfmError {
+  return new VnfmError(code, detail, { ...opts, retryable: false });
+}
+
+/** How a failure is treated by automatic retries. */
+export interface FailureClass {
+  retryable: boolean;
+  /** Earliest sensible retry, in ms from now (retryable only). */
+  retryAfterMs?: number;
+}
+
+/** Retryable or terminal: a {@link VnfmError} says so itself; anything else is terminal. */
+export function classifyFailure(e: unknown): FailureClass {
+  if (!(e instanceof VnfmError) || !e.retryable) return { retryable: false };
+  return e.retryAfterMs === undefined ? { retryable: true } : { retryable: true, retryAfterMs: e.retryAfterMs };
+}
+
+/**
+ * Parses an HTTP `Retry-After` header (delta seconds or an HTTP date) into ms from now, or
+ * undefined when absent or unreadable. `now` is the host clock (only a date form depends on it).
+ */
+export function parseRetryAfter(value: string | null | undefined, now: number = Date.now()): number | undefined {
+  if (value === null || value === undefined || value.trim() === '') return undefined;
+  const v = value.trim();
+  if (/^\d+(\.\d+)?$/.test(v)) return Math.round(Number(v) * 1000);
+  const at = Date.parse(v);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
 }
 
 /** True when `e` is a catalog error with one of the given codes (or any code when none given). */

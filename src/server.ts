@@ -15,6 +15,7 @@ import { setupSimCloud } from './sim-cloud.ts';
 import { InstanceService } from './lcm/instance-service.ts';
 import { type Logger, createLogger } from './logger.ts';
 import { Notifier } from './notify/notifier.ts';
+import { cleanupStaleHookDirs } from './mgmt/script-runner.ts';
 import { PackageService } from './packages/package-service.ts';
 import { type Store, openStore } from './store/db.ts';
 import { SecretBox, loadOrCreateKey } from './store/secret-box.ts';
@@ -60,7 +61,7 @@ export function buildContext(config: VnfmConfig, store: Store, log: Logger): App
   const metrics = new VnfmMetrics({ defaultMetrics: true });
   const notifier = new Notifier(() => config.publicUrl);
   const vims = new VimRegistry(store.db, box);
-  const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }));
+  const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }), config.packages);
   const instances = new InstanceService(store.db, notifier, vims, box, log);
   return { config, store, log, box, metrics, notifier, vims, packages, instances, lcmRoutes: [], extraRoutes: [] };
 }
@@ -88,7 +89,14 @@ function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
 export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Promise<Vnfm> {
   const log = opts.logger ?? createLogger(config.logLevel);
   const t0 = Date.now();
-  const store = opts.store ?? (await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir, onPoolError: (e) => log.warn({ err: e.message }, 'database connection lost; it will be re-opened') }));
+  const store =
+    opts.store ??
+    (await openStore({
+      databaseUrl: config.databaseUrl,
+      dataDir: config.dataDir,
+      onPoolError: (e) => log.warn({ err: e.message }, 'database connection lost; it will be re-opened'),
+      onStaleLock: (stale, file) => log.warn({ dataDir: config.dataDir, lockFile: file, stalePid: stale.pid, staleHost: stale.hostname, staleStartedAt: stale.startedAt }, 'data directory lock left by a process that is gone; taken over'),
+    }));
   const ctx = buildContext(config, store, log);
   const closers: (() => Promise<void>)[] = [];
   const hooks: PluginHooks[] = [];
@@ -108,6 +116,8 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
       }
     }
   }
+  const staleHookDirs = cleanupStaleHookDirs();
+  if (staleHookDirs.length > 0) log.info({ dirs: staleHookDirs }, 'removed hook script temp dirs left by stopped VNFM processes');
   await ctx.packages.recover();
   for (const h of hooks) {
     await h.start?.();
@@ -121,6 +131,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     async close() {
       for (const c of closers.reverse()) await c().catch(() => undefined);
       await app.close();
+      ctx.packages.stopWorkers();
       await ctx.packages.idle();
       if (!opts.store) await store.close();
     },

@@ -20,3 +20,28 @@ it('requires a shared secret key with PostgreSQL', () => {
   assert.throws(() => resolveConfig({ flags: { databaseUrl: 'postgres://db/vnfm' } }), /secretKey/);
   assert.equal(resolveConfig({ flags: { databaseUrl: 'postgres://db/vnfm', secretKey: '11'.repeat(32) } }).databaseUrl, 'postgres://db/vnfm');
 });
+
+it('notifications are retried for a duration: retryForMs (24 h) and maxBackoffMs (5 min) by default; the former maxAttempts is refused with its replacement named', () => {
+  const c = resolveConfig({});
+  assert.equal(c.notifications.retryForMs, 24 * 3_600_000);
+  assert.equal(c.notifications.maxBackoffMs, 300_000);
+  assert.equal(resolveConfig({ env: { VNFM_NOTIFICATION_RETRY_FOR_MS: '600000' } }).notifications.retryForMs, 600_000);
+  assert.throws(() => resolveConfig({ flags: { notifications: { maxAttempts: 10 } } as never }), /maxAttempts was replaced by notifications.retryForMs/);
+  assert.throws(() => resolveConfig({ flags: { notifications: { retryForMs: -1 } } }), /notifications.retryForMs/);
+  assert.throws(() => resolveConfig({ flags: { notifications: { backoffMs: 1000, maxBackoffMs: 10 } } }), /maxBackoffMs/);
+});
+
+it('runner: step retries and the shutdown grace period have defaults, env variables and validation', () => {
+  const d = resolveConfig({});
+  assert.deepEqual(d.runner.stepRetries, { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 });
+  assert.equal(d.runner.shutdownGraceMs, 30_000);
+  const e = resolveConfig({ env: { VNFM_SHUTDOWN_GRACE_MS: '1500', VNFM_LEASE_MS: '9000', VNFM_STEP_MAX_ATTEMPTS: '2' } });
+  assert.equal(e.runner.shutdownGraceMs, 1500);
+  assert.equal(e.runner.leaseMs, 9000);
+  assert.equal(e.runner.stepRetries.maxAttempts, 2);
+  assert.throws(() => resolveConfig({ flags: { runner: { stepRetries: { maxAttempts: 0 } } } }), /runner.stepRetries.maxAttempts/);
+  assert.throws(() => resolveConfig({ flags: { runner: { stepRetries: { baseDelayMs: 5000, maxDelayMs: 100 } } } }), /runner.stepRetries.maxDelayMs/);
+  assert.throws(() => resolveConfig({ flags: { runner: { shutdownGraceMs: -1 } } }), /runner.shutdownGraceMs/);
+  assert.throws(() => resolveConfig({ flags: { runner: { leaseMs: 10 } } }), /runner.leaseMs/);
+  assert.throws(() => resolveConfig({ flags: { runner: { stepRetries: { nope: 1 } } } as never }), /unknown setting: nope/);
+});

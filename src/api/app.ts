@@ -5,15 +5,68 @@
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, LogController } from 'fastify';
+import { isUtf8 } from 'node:buffer';
+import Fastify, { type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import { vnfmError } from '../errors.ts';
 import type { AppContext } from './context.ts';
+import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, isProbePath, readinessChecker, requestToken } from './health.ts';
 import { errorHandler, problem, sendProblem } from './problem.ts';
 import { registerVimRoutes } from './vims/routes.ts';
 import { registerVnflcmRoutes } from './vnflcm/routes.ts';
 import { registerVnfpkgmRoutes } from './vnfpkgm/routes.ts';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
+
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The route has no request body: an empty body is accepted even with `Content-Type: application/json` (task resources). */
+    emptyBody?: boolean;
+  }
+}
+
+/** Charsets accepted on JSON bodies (RFC 8259: JSON exchanged between systems is UTF-8). */
+const UTF8_NAMES = new Set(['utf-8', 'utf8']);
+
+/** The `charset` parameter of a Content-Type header, lower-cased and unquoted, if present. */
+export function charsetOf(contentType: string | undefined): string | undefined {
+  for (const param of (contentType ?? '').split(';').slice(1)) {
+    const eq = param.indexOf('=');
+    if (eq === -1) continue;
+    if (param.slice(0, eq).trim().toLowerCase() !== 'charset') continue;
+    return param
+      .slice(eq + 1)
+      .trim()
+      .replace(/^"(.*)"$/, '$1')
+      .toLowerCase();
+  }
+  return undefined;
+}
+
+/**
+ * A strict JSON body parser over the raw bytes: a charset other than UTF-8 is 415, bytes that are
+ * not UTF-8 are 400 (never decoded to U+FFFD and stored), an empty body is `onEmpty` (undefined
+ * when accepted), and the rest is Fastify's own JSON parser (prototype-poisoning checks kept).
+ */
+function strictJsonParser(app: FastifyInstance, onEmpty: (req: FastifyRequest) => Error | undefined): FastifyBodyParser<Buffer> {
+  const parseJson = app.getDefaultJsonParser(app.initialConfig.onProtoPoisoning ?? 'error', app.initialConfig.onConstructorPoisoning ?? 'error');
+  return (req, body, done) => {
+    const charset = charsetOf(req.headers['content-type']);
+    if (charset !== undefined && !UTF8_NAMES.has(charset)) {
+      done(vnfmError('VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE', `charset "${charset}" is not supported: JSON bodies must be UTF-8 (omit charset or send charset=utf-8)`), undefined);
+      return;
+    }
+    if (body.length === 0) {
+      const err = onEmpty(req);
+      done(err ?? null, undefined);
+      return;
+    }
+    if (!isUtf8(body)) {
+      done(vnfmError('VNFM_ERR_API_BAD_REQUEST', 'request body is not valid UTF-8'), undefined);
+      return;
+    }
+    parseJson(req, body.toString('utf8'), done);
+  };
+}
 
 /** Creates the app (not listening). */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
@@ -31,16 +84,17 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       return sendProblem(reply, problem(status, status === 414 ? 'URI Too Long' : 'Bad Request', `malformed request URL: ${err.message}`));
     },
   }) as unknown as FastifyInstance;
+  // GET/HEAD /healthz is answered from the raw HTTP request event, before routing, hooks and body parsing
+  installLivenessShortCircuit(app.server, ctx);
 
-  app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'string' }, (_req, body, done) => {
-    try {
-      done(null, body === '' ? undefined : JSON.parse(body as string));
-    } catch (e) {
-      const err = e as Error & { statusCode?: number };
-      err.statusCode = 400;
-      done(err, undefined);
-    }
-  });
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser(
+    'application/json',
+    { parseAs: 'buffer' },
+    strictJsonParser(app, (req) => (req.routeOptions.config?.emptyBody || req.is404 ? undefined : vnfmError('VNFM_ERR_API_BAD_REQUEST', 'body is missing or empty'))),
+  );
+  // merge-patch: an empty body stays "no body" (the route's schema decides)
+  app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'buffer' }, strictJsonParser(app, () => undefined));
   app.addContentTypeParser(['application/zip', 'application/octet-stream', 'application/x-zip-compressed', 'multipart/form-data'], { parseAs: 'buffer', bodyLimit: ctx.config.maxPackageBytes }, (_req, body, done) => done(null, body));
 
   app.setErrorHandler(errorHandler);
@@ -58,13 +112,15 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     if (ctx.config.apiAuth !== 'token') return;
     const url = req.url;
     if (url === '/metrics' || url.startsWith('/docs') || url.startsWith(ctx.config.faultNotification.prefix)) return;
-    const h = req.headers;
-    const token = (h['x-auth-token'] as string | undefined) ?? (typeof h.authorization === 'string' && h.authorization.startsWith('Bearer ') ? h.authorization.slice(7) : undefined);
+    if (ctx.config.health.public && isProbePath(url)) return;
+    const token = requestToken(req.headers);
     if (!token || !ctx.config.apiTokens.includes(token)) throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'a valid X-Auth-Token or Bearer token is required');
   });
   // Refuse what cannot be stored (U+0000, unpaired surrogates, absurd nesting) up front with a 400, instead of failing
   // inside the database or the serializer with a 500.
   app.addHook('preValidation', async (req) => {
+    // a body-less task resource without a body validates as an empty object (an optional body schema, e.g. cancel's, then passes)
+    if (req.body === undefined && req.routeOptions.config?.emptyBody) req.body = {};
     for (const [where, value] of [
       ['path', req.params],
       ['query', req.query],
@@ -90,7 +146,18 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     reply.type(ctx.metrics.registry.contentType);
     return ctx.metrics.registry.metrics();
   });
-  app.get('/healthz', { schema: { hide: true } }, async () => ({ status: 'ok' }));
+  // Liveness: over a listening server the short-circuit above answers first; this route serves app.inject.
+  app.get(LIVENESS_PATH, { schema: { hide: true } }, (_req, reply) => {
+    reply.header('cache-control', 'no-store').send({ status: 'ok' });
+  });
+  const readiness = readinessChecker(ctx);
+  app.get(READINESS_PATH, { schema: { hide: true } }, async (_req, reply) => {
+    const r = await readiness();
+    return reply
+      .code(r.status === 'ok' ? 200 : 503)
+      .header('cache-control', 'no-store')
+      .send(r);
+  });
 
   await registerVnfpkgmRoutes(app, ctx);
   await registerVimRoutes(app, ctx);

@@ -12,9 +12,12 @@ export class VnfmMetrics {
   readonly lcmOps = new Counter({ name: 'vnfm_lcm_operations_total', help: 'LCM operations finished, by operation and final state', labelNames: ['operation', 'result'] as const, registers: [this.registry] });
   readonly lcmOpDuration = new Histogram({ name: 'vnfm_lcm_operation_duration_seconds', help: 'Accepted to final state', labelNames: ['operation'] as const, buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
   readonly lcmInflight = new Gauge({ name: 'vnfm_lcm_op_inflight', help: 'Operations being executed by this process', registers: [this.registry] });
+  readonly stepRetries = new Counter({ name: 'vnfm_lcm_step_retries_total', help: 'Automatic retries of an LCM step after a retryable failure, by operation and step', labelNames: ['operation', 'step'] as const, registers: [this.registry] });
+  readonly leaseLosses = new Counter({ name: 'vnfm_lcm_lease_lost_total', help: 'Operations this process stopped because its lease was lost or could not be renewed', registers: [this.registry] });
   readonly heals = new Counter({ name: 'vnfm_heal_total', help: 'Heal operations by trigger and result', labelNames: ['trigger', 'result'] as const, registers: [this.registry] });
   readonly notifications = new Counter({ name: 'vnfm_notifications_delivery_total', help: 'Notification delivery attempts by result', labelNames: ['result'] as const, registers: [this.registry] });
   readonly notificationsPending = new Gauge({ name: 'vnfm_notifications_pending', help: 'Notifications waiting in the outbox', registers: [this.registry] });
+  readonly notificationsDead = new Gauge({ name: 'vnfm_notifications_dead', help: 'Notifications given up after notifications.retryForMs and not redelivered (GET /vnfm/v1/notifications?state=dead)', registers: [this.registry] });
   readonly faultNotifications = new Counter({ name: 'vnfm_fault_notifications_total', help: 'Fault notifications received, by result', labelNames: ['result'] as const, registers: [this.registry] });
   readonly healBatches = new Counter({ name: 'vnfm_autoheal_batches_total', help: 'Auto-heal batches by outcome', labelNames: ['result'] as const, registers: [this.registry] });
   readonly autohealSuppressed = new Counter({ name: 'vnfm_autoheal_suppressed_total', help: 'Auto-heals suppressed, by reason', labelNames: ['reason'] as const, registers: [this.registry] });
@@ -25,8 +28,12 @@ export class VnfmMetrics {
     for (const op of ['INSTANTIATE', 'SCALE', 'HEAL', 'TERMINATE', 'MODIFY_INFO']) {
       for (const r of ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']) this.lcmOps.inc({ operation: op, result: r }, 0);
     }
+    for (const op of ['INSTANTIATE', 'SCALE', 'HEAL', 'TERMINATE', 'MODIFY_INFO']) {
+      for (const step of ['grant', 'mgmt-start', 'infra', 'mgmt-end', 'finalize']) this.stepRetries.inc({ operation: op, step }, 0);
+    }
+    this.leaseLosses.inc(0);
     for (const t of ['manual', 'auto']) for (const r of ['COMPLETED', 'FAILED_TEMP']) this.heals.inc({ trigger: t, result: r }, 0);
-    for (const r of ['delivered', 'failed', 'dead']) this.notifications.inc({ result: r }, 0);
+    for (const r of ['delivered', 'failed', 'dead', 'redelivered']) this.notifications.inc({ result: r }, 0);
     for (const r of ['accepted', 'ignored', 'rejected']) this.faultNotifications.inc({ result: r }, 0);
     for (const r of ['healed', 'suppressed', 'failed', 'waiting']) this.healBatches.inc({ result: r }, 0);
     for (const r of ['max_unhealthy', 'frequency', 'disabled']) this.autohealSuppressed.inc({ reason: r }, 0);

@@ -37,6 +37,25 @@ function fromValidation(err: FastifyError): string {
     .join('; ');
 }
 
+/** Titles of the client error statuses Fastify or a plugin may raise without a catalog code. */
+const TITLES: Record<number, string> = {
+  400: 'Bad Request',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'Not Found',
+  405: 'Method Not Allowed',
+  406: 'Not Acceptable',
+  408: 'Request Timeout',
+  409: 'Conflict',
+  411: 'Length Required',
+  413: 'Payload Too Large',
+  414: 'URI Too Long',
+  415: 'Unsupported Media Type',
+  422: 'Unprocessable Entity',
+  429: 'Too Many Requests',
+  431: 'Request Header Fields Too Large',
+};
+
 /** Maps any thrown value to a ProblemDetails; `logError` is called for unexpected ones. */
 export function toProblem(err: unknown, logError: (e: unknown) => void): ProblemDetails {
   if (isVnfmError(err)) {
@@ -61,7 +80,7 @@ export function toProblem(err: unknown, logError: (e: unknown) => void): Problem
   // PostgreSQL refusing a character of the request (22021 character_not_in_repertoire, 22P05
   // untranslatable_character): the client sent text that cannot be stored, not a server fault.
   if (code === '22021' || code === '22P05') return problem(400, 'Bad Request', 'the request contains characters that cannot be stored (e.g. U+0000)');
-  if (status >= 400 && status < 500) return problem(status, 'Bad Request', fe.message || 'bad request');
+  if (status >= 400 && status < 500) return problem(status, TITLES[status] ?? 'Bad Request', fe.message || 'bad request');
   logError(err);
   return problem(500, 'Internal Server Error', 'the VNFM failed to process the request; see the server log');
 }

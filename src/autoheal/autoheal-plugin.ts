@@ -45,7 +45,7 @@ export function createAutohealPlugin(popts: AutohealPluginOptions = {}): (ctx: A
     const ledger = new FaultLedger(ctx.store.db);
     const log = ctx.log.child({ component: 'autoheal' });
     const intake = new IntakeQueue({ ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => ctx.config.faultNotification.windowMs, workerId: ctx.config.runner.workerId });
-    const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId, intake });
+    const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId, intake, singleProcess: ctx.store.kind === 'pglite' });
     for (const r of ['held', 'dropped']) ctx.metrics.healBatches.inc({ result: r }, 0);
     if (!popts.noMgmtDriver) engine.mgmt.register(createServerNotifierMgmtDriver(popts.serverNotifier));
     ctx.extraRoutes ??= [];
@@ -54,9 +54,9 @@ export function createAutohealPlugin(popts: AutohealPluginOptions = {}): (ctx: A
     ctx.autoheal = { ledger, batcher, intake, options };
     const onFinished = (vnfInstanceId: string) => batcher.onOpFinished(vnfInstanceId);
     return {
-      start() {
+      async start() {
         engine.runner.on('finished', onFinished);
-        batcher.start();
+        await batcher.start();
       },
       async stop() {
         engine.runner.off('finished', onFinished);

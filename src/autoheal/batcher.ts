@@ -29,6 +29,12 @@ export interface HealBatcherDeps {
   options: AutohealOptions;
   /** Lease owner name of this process. */
   workerId: string;
+  /**
+   * Embedded single-process database: claims of batches by other owners belong to a dead process
+   * and are voided at start (as the op runner voids op leases), so a kill right after a packing
+   * deadline does not delay the heal by a whole batch lease. @default false
+   */
+  singleProcess?: boolean;
   /** The intake's load, for its storm priority (absent: never defer): notifications per second, and not yet answered. */
   intake?: { rate(): number; readonly pending: number };
 }
@@ -58,9 +64,16 @@ export class HealBatcher {
 
   constructor(private readonly d: HealBatcherDeps) {}
 
-  /** Starts the periodic sweep (and fires whatever is already due, e.g. after a restart). */
-  start(): void {
+  /**
+   * Starts the periodic sweep (and fires whatever is already due, e.g. after a restart). With an
+   * embedded database, claims left by an earlier process are voided first.
+   */
+  async start(): Promise<void> {
     if (!this.stopped) return;
+    if (this.d.singleProcess) {
+      const voided = await this.d.ledger.voidForeignClaims(this.d.workerId);
+      if (voided.length > 0) this.d.log.warn({ batches: voided }, 'auto-heal: claims of heal batches left by an earlier process voided; firing them now');
+    }
     this.stopped = false;
     this.stopRequested = false;
     this.sweepTimer = setInterval(() => this.kick(), this.d.options.sweepMs);

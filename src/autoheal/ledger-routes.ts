@@ -5,11 +5,12 @@
  * (`vnfInstanceId`, `status`, `batchId`) and the SOL013 `filter`, attribute selectors and paging.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type RawBuilder, sql } from 'kysely';
 import { Type } from 'typebox';
 import type { AppContext } from '../api/context.ts';
-import { sendList } from '../api/sol/list.ts';
+import { type SqlListSpec, sendSqlList } from '../api/sol/sql-list.ts';
 import type { HealBatcher } from './batcher.ts';
-import type { FaultLedger } from './ledger.ts';
+import { type FaultLedger, batchFromRow, notificationFromRow } from './ledger.ts';
 
 /** Base path of the auto-heal API. */
 export const AUTOHEAL_API_BASE = '/vnfm/v1';
@@ -25,11 +26,80 @@ const ListQuery = Type.Object(
 );
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
 
-type Q = { vnfInstanceId?: string; status?: string; batchId?: string; limit?: string };
+type Q = { vnfInstanceId?: string; status?: string; batchId?: string };
 
-function ledgerQuery(req: FastifyRequest) {
+/** The legacy equality query parameters as fixed SQL conditions (`limit` is the uniform page size). */
+function legacyWhere(req: FastifyRequest, batchIdColumn: boolean): RawBuilder<boolean>[] {
   const q = req.query as Q;
-  return { vnfInstanceId: q.vnfInstanceId, status: q.status, batchId: q.batchId, limit: q.limit ? Math.min(100_000, Number(q.limit)) : 10_000 };
+  const out: RawBuilder<boolean>[] = [];
+  if (q.vnfInstanceId) out.push(sql<boolean>`vnf_instance_id = ${q.vnfInstanceId}`);
+  if (q.status) out.push(sql<boolean>`status = ${q.status}`);
+  if (q.batchId && batchIdColumn) out.push(sql<boolean>`batch_id = ${q.batchId}`);
+  return out;
+}
+
+const NOTIFICATION_COLUMNS = ['id', 'vnf_instance_id', 'server_id', 'alarm_id', 'fault_id', 'fault_type', 'host_id', 'fault_option', 'vnfc_info_id', 'vnfc_resource_info_id', 'status', 'reason', 'batch_id', 'received_by', 'received_at', 'updated_at'];
+const BATCH_COLUMNS = ['id', 'vnf_instance_id', 'status', 'reason', 'reason_code', 'targets', 'healed_vnfc_ids', 'notes', 'notification_count', 'deadline', 'next_attempt_at', 'attempts', 'released', 'op_occ_id', 'created_at', 'updated_at', 'fired_at', 'finished_at'];
+
+/** Fault notifications, newest first (received_at desc, id). */
+export function notificationSpec(where: RawBuilder<boolean>[]): SqlListSpec {
+  return {
+    collection: 'vnfm/v1/fault_notifications',
+    table: 'fault_notification',
+    orderColumn: 'received_at',
+    orderDir: 'desc',
+    columns: NOTIFICATION_COLUMNS,
+    attrs: {
+      id: { column: 'id', type: 'text' },
+      vnfInstanceId: { column: 'vnf_instance_id', type: 'text' },
+      serverId: { column: 'server_id', type: 'text' },
+      alarmId: { column: 'alarm_id', type: 'text' },
+      faultId: { column: 'fault_id', type: 'text' },
+      faultType: { column: 'fault_type', type: 'text' },
+      hostId: { column: 'host_id', type: 'text' },
+      vnfcInstanceId: { column: 'vnfc_info_id', type: 'text' },
+      vnfcResourceInfoId: { column: 'vnfc_resource_info_id', type: 'text' },
+      status: { column: 'status', type: 'text' },
+      reason: { column: 'reason', type: 'text' },
+      batchId: { column: 'batch_id', type: 'text' },
+      receivedBy: { column: 'received_by', type: 'text' },
+      receivedAt: { column: 'received_at', type: 'time' },
+      updatedAt: { column: 'updated_at', type: 'time' },
+    },
+    where,
+    toApi: (row) => notificationFromRow(row) as unknown as Record<string, unknown>,
+  };
+}
+
+/** Heal batches, newest first (created_at desc, id). */
+export function batchSpec(where: RawBuilder<boolean>[], links: (b: { id: string; vnfInstanceId: string; vnfLcmOpOccId?: string | null }) => unknown): SqlListSpec {
+  return {
+    collection: 'vnfm/v1/heal_batches',
+    table: 'autoheal_batch',
+    orderColumn: 'created_at',
+    orderDir: 'desc',
+    columns: BATCH_COLUMNS,
+    attrs: {
+      id: { column: 'id', type: 'text' },
+      vnfInstanceId: { column: 'vnf_instance_id', type: 'text' },
+      status: { column: 'status', type: 'text' },
+      reason: { column: 'reason', type: 'text' },
+      reasonCode: { column: 'reason_code', type: 'text' },
+      vnfLcmOpOccId: { column: 'op_occ_id', type: 'text' },
+      released: { column: 'released', type: 'bool' },
+      deadline: { column: 'deadline', type: 'time' },
+      nextAttemptAt: { column: 'next_attempt_at', type: 'time' },
+      createdAt: { column: 'created_at', type: 'time' },
+      updatedAt: { column: 'updated_at', type: 'time' },
+      firedAt: { column: 'fired_at', type: 'time' },
+      finishedAt: { column: 'finished_at', type: 'time' },
+    },
+    where,
+    toApi: (row) => {
+      const b = batchFromRow(row);
+      return { ...b, _links: links(b) } as unknown as Record<string, unknown>;
+    },
+  };
 }
 
 /** Registers the auto-heal API routes. */
@@ -43,13 +113,11 @@ export function ledgerRoutes(ctx: AppContext, ledger: FaultLedger, batcher: Heal
     await app.register(
       async (r) => {
         r.get('/fault_notifications', { schema: { querystring: ListQuery, tags: ['auto-heal'], summary: 'Fault notification ledger (newest first)' } }, async (req, reply) => {
-          const items = await ledger.listNotifications(ledgerQuery(req));
-          return sendList(req, reply, items as unknown as Record<string, unknown>[], { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/fault_notifications` });
+          return sendSqlList(req, reply, ctx.store.db, notificationSpec(legacyWhere(req, true)), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/fault_notifications` });
         });
         r.get('/fault_notifications/:id', { schema: { params: IdParams, tags: ['auto-heal'] } }, async (req) => ledger.getNotification((req.params as { id: string }).id));
         r.get('/heal_batches', { schema: { querystring: ListQuery, tags: ['auto-heal'], summary: 'Heal batches (newest first)' } }, async (req, reply) => {
-          const items = (await ledger.listBatches(ledgerQuery(req))).map((b) => ({ ...b, _links: links(b) }));
-          return sendList(req, reply, items as unknown as Record<string, unknown>[], { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/heal_batches` });
+          return sendSqlList(req, reply, ctx.store.db, batchSpec(legacyWhere(req, false), links), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/heal_batches` });
         });
         r.get('/heal_batches/:id', { schema: { params: IdParams, tags: ['auto-heal'], summary: 'One heal batch with its notifications' } }, async (req) => {
           const b = await ledger.getBatch((req.params as { id: string }).id);

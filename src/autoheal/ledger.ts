@@ -186,7 +186,8 @@ export interface NotificationInput {
 
 const iso = (d: Date | string | null | undefined): string | null => (d === null || d === undefined ? null : new Date(d).toISOString());
 
-function batchFromRow(r: Record<string, unknown>): HealBatchRecord {
+/** A heal batch row as a record (also used by the SQL list in ledger-routes.ts). */
+export function batchFromRow(r: Record<string, unknown>): HealBatchRecord {
   return {
     id: r.id as string,
     vnfInstanceId: r.vnf_instance_id as string,
@@ -209,7 +210,8 @@ function batchFromRow(r: Record<string, unknown>): HealBatchRecord {
   };
 }
 
-function notificationFromRow(r: Record<string, unknown>): FaultNotificationRecord {
+/** A fault notification row as a record (also used by the SQL list in ledger-routes.ts). */
+export function notificationFromRow(r: Record<string, unknown>): FaultNotificationRecord {
   return {
     id: r.id as string,
     vnfInstanceId: r.vnf_instance_id as string,
@@ -513,6 +515,20 @@ export class FaultLedger {
       await tx.updateTable('fault_notification').set({ status: 'packed', reason: 'released by operator', updated_at: sql<Date>`now()` }).where('batch_id', '=', id).where('status', '=', 'suppressed').execute();
       return this.getBatch(id, tx);
     });
+  }
+
+  /**
+   * Voids the claims (leases) of batches held by any other owner: with the embedded database only
+   * this process can use the data, so such claims belong to a process that died (e.g. killed just
+   * after a packing deadline). Their batches become claimable at once instead of after the lease.
+   * Returns the ids of the batches whose claim was voided.
+   */
+  async voidForeignClaims(owner: string): Promise<string[]> {
+    const res = await sql<{ id: string }>`
+      update autoheal_batch set lease_until = now() - interval '1 millisecond', updated_at = now()
+      where status = 'firing' and lease_owner is distinct from ${owner} and lease_until >= now()
+      returning id`.execute(this.db);
+    return res.rows.map((r) => r.id);
   }
 
   /**

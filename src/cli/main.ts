@@ -5,7 +5,9 @@
  */
 import { Command } from 'commander';
 import { ConfigError, type ConfigInput, resolveConfig } from '../config.ts';
+import type { EngineContext } from '../lcm/engine.ts';
 import { startVnfm } from '../server.ts';
+import { DataDirLockedError } from '../store/data-dir-lock.ts';
 
 const program = new Command();
 program.name('vnfm').description('ETSI NFV VNF Manager focused on healing');
@@ -40,12 +42,26 @@ program
       }
       throw e;
     }
-    const vnfm = await startVnfm(config);
+    let vnfm: Awaited<ReturnType<typeof startVnfm>>;
+    try {
+      vnfm = await startVnfm(config);
+    } catch (e) {
+      if (e instanceof DataDirLockedError) {
+        console.error(`cannot start: ${e.message}`);
+        process.exit(3);
+      }
+      throw e;
+    }
     let stopping = false;
     const stop = async (signal: string) => {
-      if (stopping) return;
+      if (stopping) {
+        // A second signal: do not wait for the grace period (ops stop at their next safe point,
+        // their leases are released for the next process).
+        (vnfm.ctx as EngineContext).engine?.runner.abortAll(`second ${signal} during shutdown`);
+        return;
+      }
       stopping = true;
-      vnfm.ctx.log.info({ signal }, 'stopping');
+      vnfm.ctx.log.info({ signal, graceMs: config.runner.shutdownGraceMs }, 'stopping: no new operations are claimed; running ones get the grace period');
       await vnfm.close();
       process.exit(0);
     };

@@ -4,7 +4,9 @@
  * VIM *really* has ({@link InfraDriver.observe}); the engine rebuilds instance info from that,
  * never from what it asked for.
  *
- * Drivers must be resumable: the engine may call the same method again after a crash or a retry.
+ * Drivers must be resumable: the engine may call the same method again after a crash, an automatic
+ * retry (a step that failed with a retryable error: see `classifyFailure` in src/errors.ts) or an
+ * operator's retry.
  * `ctx.state` is persisted by `ctx.checkpoint()`, so a driver records what it already did (e.g.
  * "marked unhealthy: VDU1-abc", "stack update started") and skips it on the next call.
  */
@@ -31,8 +33,18 @@ export interface InfraContext {
   grant: Record<string, unknown> | null;
   /** Driver-private, persisted state of this op (survives crash / retry). */
   state: Record<string, unknown>;
-  /** Persists `state` now. Call after each externally visible action. */
+  /**
+   * Persists `state` now. Call after each externally visible action. It is a fenced write: it
+   * throws (and `signal` aborts) when this process no longer holds the op's lease, so a driver
+   * that checkpoints between VIM calls never acts for an op another runner has taken over.
+   */
   checkpoint(): Promise<void>;
+  /**
+   * Aborted when the op must stop now: its lease was lost (another runner owns the op) or the
+   * VNFM is shutting down. Pass it to every VIM request and wait; stop at the next safe point
+   * (between calls, in wait loops). Nothing may be written or sent for the op after it aborts.
+   */
+  signal: AbortSignal;
   /** Scale levels per aspect the VNF should be at after this operation. */
   targetScaleLevels: Record<string, number>;
   /** Number of instances per VDU the VNF should have after this operation. */
@@ -124,12 +136,27 @@ export interface InfraDriver {
   terminate(ctx: InfraContext, req: Record<string, unknown>): Promise<void>;
   scale(ctx: InfraContext, plan: ScalePlan): Promise<void>;
   heal(ctx: InfraContext, plan: HealPlan): Promise<void>;
-  /** Reports the VIM's current resources of the instance. */
+  /**
+   * Reports the VIM's current resources of the instance. When the VIM shows nothing of a VNF
+   * that should exist (see {@link expectsNothing}) it throws `VNFM_ERR_INFRA_STACK_MISSING`;
+   * it never answers "no resources" for a VNF it cannot see.
+   */
   observe(ctx: InfraContext): Promise<ObservedResources>;
   /** Undo a failed instantiate (delete whatever was created). */
   rollbackInstantiate(ctx: InfraContext): Promise<void>;
   /** Undo a failed scale-out (back to `plan.fromLevel`). */
   rollbackScaleOut(ctx: InfraContext, plan: ScalePlan): Promise<void>;
+}
+
+/**
+ * True when an observation may legitimately find none of the instance's resources: a TERMINATE,
+ * or an INSTANTIATE before the driver created anything (`created`). Everywhere else a driver whose
+ * VIM shows nothing of the VNF (Heat stack gone, Kubernetes namespace or workloads gone) throws
+ * `VNFM_ERR_INFRA_STACK_MISSING` instead of reporting "no resources", which the engine would
+ * store as a VNF without VNFCs.
+ */
+export function expectsNothing(ctx: Pick<InfraContext, 'opOcc'>, created: boolean): boolean {
+  return ctx.opOcc.operation === 'TERMINATE' || (ctx.opOcc.operation === 'INSTANTIATE' && !created);
 }
 
 /** Picks the driver for a VIM type. */

@@ -13,6 +13,7 @@ import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
 import type { PluginHooks } from '../server.ts';
 import { Executor } from './executor.ts';
 import { LcmService } from './lcm-service.ts';
+import './migrations.ts';
 import { Runner } from './runner.ts';
 
 /** The engine parts other modules use (auto-heal, tests). */
@@ -37,7 +38,7 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   const grants = createGrantClient(ctx.config);
   let runner: Runner | undefined;
   const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, ctx.notifier, ctx.log, () => runner?.wake(), (t) => drivers.find(t) !== undefined);
-  const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, notifier: ctx.notifier, instances: ctx.instances, packages: ctx.packages, lcm, drivers, mgmt, grants });
+  const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, notifier: ctx.notifier, instances: ctx.instances, packages: ctx.packages, lcm, drivers, mgmt, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
   ctx.engine = { lcm, runner, drivers, mgmt, grants };
   ctx.lcmRoutes?.push(lcmRoutes(ctx, lcm));

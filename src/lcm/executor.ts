@@ -4,14 +4,23 @@
  *   PROCESSING: mgmt <op>_start -> infra driver -> mgmt <op>_end -> finalize
  *   finalize: observe the VIM, rebuild instantiatedVnfInfo, resourceChanges, COMPLETED (+notification)
  * Each step is recorded in `op_occ.ctx.done` when it finishes, so a retry or a resume after a
- * crash continues at the first step not done. Failures move the op to FAILED_TEMP with a
+ * crash continues at the first step not done. A step that fails with a retryable error (see
+ * `classifyFailure` in src/errors.ts) is run again automatically with exponential back-off: the op
+ * keeps its state and `pending` action, is released with `next_attempt_at`, and any runner claims
+ * it again when that time has come (no worker slot is held while it waits). Terminal failures, and
+ * retryable ones past `runner.stepRetries.maxAttempts`, move the op to FAILED_TEMP with a
  * ProblemDetails `error`; rollback runs the driver's undo and ends in ROLLED_BACK.
+ *
+ * Every write made while executing an op is fenced by the op's lease (src/lcm/lease.ts): when this
+ * process no longer holds it, the write changes nothing, the op's AbortSignal fires, and the
+ * executor stops without another write, notification or VIM call. The lease is confirmed right
+ * before each driver call and each hook.
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import type { VnfmMetrics } from '../api/metrics.ts';
 import type { VnfmConfig } from '../config.ts';
-import { isVnfmError, vnfmError } from '../errors.ts';
+import { classifyFailure, isVnfmError, terminalError, type VnfmError, vnfmError } from '../errors.ts';
 import type { HealPlan, InfraContext, InfraDriverRegistry, ObservedResources, ScalePlan } from '../infra/infra-driver.ts';
 import type { HookName, MgmtContext, MgmtResult, MgmtRunner } from '../mgmt/mgmt-driver.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
@@ -28,6 +37,7 @@ import type { InstanceService } from './instance-service.ts';
 import { factsOf } from './instance-service.ts';
 import { rebuildInstantiatedInfo } from './instance-info.ts';
 import type { LcmService } from './lcm-service.ts';
+import { dbNowPlus, isStop, type OpLease } from './lease.ts';
 import { getOpOcc } from './op-occ-repo.ts';
 
 /** Persistent engine context of one op occ (the `ctx` column). */
@@ -46,7 +56,55 @@ interface OpCtx {
   driver: Record<string, unknown>;
   mgmt: Record<string, unknown>;
   mgmtResult?: MgmtResult;
+  /** The step in flight when it was declared safe to repeat at its start (idempotent hooks only). */
+  resumableStep?: string;
+  /** The automatic retry pending or last made (cleared when its step completes). */
+  retry?: RetryState;
+  /** Every automatic retry of this op, oldest first (at most {@link RETRY_LOG_MAX}). */
+  retries?: RetryLogEntry[];
   [k: string]: unknown;
+}
+
+/** The state of an automatic step retry (`ctx.retry`, shown as `vnfmRetry` on the op occ while it waits). */
+export interface RetryState {
+  step: string;
+  /** Failed attempts of `step` so far. */
+  attempts: number;
+  maxAttempts: number;
+  delayMs: number;
+  /** ProblemDetails of the last failure. */
+  lastError: Record<string, unknown>;
+}
+
+/** One automatic retry, kept in `ctx.retries`. */
+export interface RetryLogEntry {
+  step: string;
+  attempt: number;
+  delayMs: number;
+  at: string;
+  detail: string;
+}
+
+const RETRY_LOG_MAX = 50;
+const FORWARD_STEPS = ['grant', 'mgmt-start', 'infra', 'mgmt-end', 'finalize'];
+const ROLLBACK_STEPS = ['mgmt-start', 'infra', 'mgmt-end'];
+
+/**
+ * Delay before the next attempt after `failed` failed attempts of a step: "equal jitter"
+ * exponential back-off (half of min(max, base * 2^(failed-1)) fixed, the other half random), raised
+ * to a VIM's Retry-After, never above `maxDelayMs`.
+ */
+export function stepRetryDelay(failed: number, cfg: { baseDelayMs: number; maxDelayMs: number }, retryAfterMs?: number, random: () => number = Math.random): number {
+  const cap = Math.min(cfg.maxDelayMs, cfg.baseDelayMs * 2 ** Math.max(0, failed - 1));
+  const jittered = cap / 2 + random() * (cap / 2);
+  return Math.round(Math.min(cfg.maxDelayMs, Math.max(jittered, retryAfterMs ?? 0)));
+}
+
+/** The ProblemDetails recorded for a failure. */
+function problemOf(e: unknown): { title: string; status: number; detail: string; type?: string } {
+  if (isVnfmError(e)) return { title: e.title, status: e.httpStatus, detail: e.message, type: `urn:vnfm:error:${e.code}` };
+  if (e instanceof Cancelled) return { title: 'Cancelled', status: 409, detail: e.message };
+  return { title: 'Internal Server Error', status: 500, detail: `unexpected failure: ${(e as Error)?.message ?? String(e)}` };
 }
 
 /** Steps whose interruption by a crash is safe to resume automatically. */
@@ -65,6 +123,8 @@ export interface ExecutorDeps {
   drivers: InfraDriverRegistry;
   mgmt: MgmtRunner;
   grants: GrantClient;
+  /** Asks the runner to look for work again in `ms` (an automatic retry falls due then). */
+  wakeAfter?: (ms: number) => void;
 }
 
 /**
@@ -84,29 +144,98 @@ class Cancelled extends Error {
 
 /** Runs op occs. */
 export class Executor {
+  /** The lease of each execution in progress, by its ctx object (one per execution). */
+  private readonly leases = new WeakMap<OpCtx, OpLease>();
+  /** Executions whose op reached its final state (the lease is given back: no more writes). */
+  private readonly finished = new WeakSet<OpCtx>();
+
   constructor(private readonly d: ExecutorDeps) {}
 
-  /** Executes the op's pending action; never throws (failures are recorded on the op). */
-  async execute(op: OpOccRecord, resumedAfterCrash: boolean): Promise<void> {
+  /**
+   * Executes the op's pending action under `lease`; never throws (failures are recorded on the op,
+   * or scheduled for an automatic retry). When the lease is lost or the op is aborted (shutdown) it
+   * returns without writing anything more.
+   */
+  async execute(op: OpOccRecord, resumedAfterCrash: boolean, lease: OpLease): Promise<void> {
     const log = this.d.log.child({ vnfInstanceId: op.vnfInstanceId, opOccId: op.id, operation: op.operation });
     const ctx: OpCtx = { done: [], driver: {}, mgmt: {}, ...(op.ctx as Partial<OpCtx>) };
+    this.leases.set(ctx, lease);
     try {
-      if (resumedAfterCrash && ctx.current && !RESUMABLE_STEPS.has(ctx.current)) {
-        throw vnfmError('VNFM_ERR_LCM_INTERRUPTED', `the VNFM stopped while step '${ctx.current}' was running; it was not resumed automatically because it is not known to be safe to repeat. Retry continues from that step.`);
+      if (resumedAfterCrash && ctx.current && !RESUMABLE_STEPS.has(ctx.current) && ctx.resumableStep !== ctx.current) {
+        throw terminalError('VNFM_ERR_LCM_INTERRUPTED', `the VNFM stopped while step '${ctx.current}' was running; it was not resumed automatically because it is not known to be safe to repeat. Retry continues from that step.`);
       }
       if (resumedAfterCrash) log.warn({ step: ctx.current }, 'resuming operation after an interruption');
       if (op.pending === 'rollback') await this.rollback(op, ctx, log);
       else await this.run(op, ctx, log);
     } catch (e) {
-      await this.failTemp(op.id, ctx, e, log);
+      if (this.stopped(ctx, e, log)) return;
+      try {
+        await this.onFailure(op, ctx, e, log);
+      } catch (e2) {
+        if (this.stopped(ctx, e2, log)) return;
+        throw e2;
+      }
     }
   }
 
-  private async save(opId: string, ctx: OpCtx): Promise<void> {
-    await this.d.db.updateTable('op_occ').set({ ctx: json(ctx) }).where('id', '=', opId).execute();
+  private lease(ctx: OpCtx): OpLease {
+    const l = this.leases.get(ctx);
+    if (!l) throw new Error('executor: no lease for this execution');
+    return l;
   }
 
-  private async step(opId: string, ctx: OpCtx, name: string, log: Logger, fn: () => Promise<void | 'skipped'>, needed: () => boolean = () => true): Promise<void> {
+  /** True when the op was stopped (lease lost, shutdown) rather than failed: nothing may be written. */
+  private stopped(ctx: OpCtx, e: unknown, log: Logger): boolean {
+    const lease = this.lease(ctx);
+    if (!isStop(e) && !lease.signal.aborted) return false;
+    const reason = lease.signal.aborted ? lease.signal.reason : e;
+    log.warn({ step: ctx.current, reason: (reason as Error)?.message ?? String(reason), leaseLost: lease.lost }, 'operation stopped; nothing more is done for it by this process');
+    return true;
+  }
+
+  /**
+   * A step failed: retry it later (retryable, attempts left) or FAILED_TEMP at once. The retry is
+   * a fenced write that releases the op with `next_attempt_at` on the database clock.
+   */
+  private async onFailure(op: OpOccRecord, ctx: OpCtx, e: unknown, log: Logger): Promise<void> {
+    const cls = e instanceof Cancelled ? { retryable: false } : classifyFailure(e);
+    const step = ctx.current ?? this.nextStep(op, ctx);
+    const failed = (ctx.retry?.step === step ? ctx.retry.attempts : 0) + 1;
+    const cfg = this.d.config.runner.stepRetries;
+    if (!cls.retryable || failed >= cfg.maxAttempts) {
+      await this.failTemp(op.id, ctx, e, log, cls.retryable ? { step, attempts: failed } : undefined);
+      return;
+    }
+    const delayMs = stepRetryDelay(failed, cfg, cls.retryAfterMs);
+    const lastError = problemOf(e);
+    ctx.retry = { step, attempts: failed, maxAttempts: cfg.maxAttempts, delayMs, lastError };
+    ctx.retries = [...(ctx.retries ?? []), { step, attempt: failed, delayMs, at: new Date().toISOString(), detail: lastError.detail }].slice(-RETRY_LOG_MAX);
+    // The step did not finish: it runs again from its start (drivers and hooks resume through their state).
+    delete ctx.current;
+    await this.lease(ctx).write({ ctx: json(ctx), step_attempts: failed, next_attempt_at: dbNowPlus(delayMs), lease_owner: null, lease_until: null });
+    this.d.metrics.stepRetries.inc({ operation: op.operation, step });
+    log.warn(
+      { step, attempt: failed, maxAttempts: cfg.maxAttempts, delayMs, retryAfterMs: cls.retryAfterMs, error: lastError.detail, code: (e as VnfmError).code },
+      'step failed with a retryable error; it runs again after the back-off',
+    );
+    this.d.wakeAfter?.(delayMs);
+  }
+
+  /** The step a retry will run first (a failure between steps belongs to the next one). */
+  private nextStep(op: OpOccRecord, ctx: OpCtx): string {
+    if (op.pending === 'rollback') {
+      const rdone = (ctx.rollbackDone as string[] | undefined) ?? [];
+      const s = ROLLBACK_STEPS.find((x) => !rdone.includes(x));
+      return s ? `rollback-${s}` : 'rollback-finalize';
+    }
+    return FORWARD_STEPS.find((x) => !ctx.done.includes(x)) ?? 'finalize';
+  }
+
+  private async save(_opId: string, ctx: OpCtx): Promise<void> {
+    await this.lease(ctx).write({ ctx: json(ctx) });
+  }
+
+  private async step(opId: string, ctx: OpCtx, name: string, log: Logger, fn: () => Promise<void | 'skipped'>, needed: () => boolean = () => true, resumable: () => boolean = () => false): Promise<void> {
     if (ctx.done.includes(name)) return;
     if (!needed()) {
       // Nothing to do in this step (e.g. no management hook applies): no checkpoint write needed.
@@ -114,15 +243,24 @@ export class Executor {
       return;
     }
     ctx.current = name;
-    // One write per step start: checkpoint "started" (crash detection) and read the cancel flag.
-    const row = await this.d.db.updateTable('op_occ').set({ ctx: json(ctx) }).where('id', '=', opId).returning(['is_cancel_pending', 'cancel_mode', 'operation_state']).executeTakeFirst();
-    if (row?.is_cancel_pending) throw new Cancelled(row.cancel_mode ?? 'GRACEFUL', row.operation_state === 'STARTING');
+    // A step not in RESUMABLE_STEPS may still be safe to repeat this time (only idempotent hooks act).
+    if (resumable()) ctx.resumableStep = name;
+    else delete ctx.resumableStep;
+    const lease = this.lease(ctx);
+    // One write per step start: checkpoint "started" (crash detection), read the cancel flag; fenced,
+    // so it also confirms (and renews) the lease right before the step acts.
+    const row = await lease.writeReturning({ ctx: json(ctx) }, ['is_cancel_pending', 'cancel_mode', 'operation_state']);
+    if (row.is_cancel_pending) throw new Cancelled(row.cancel_mode ?? 'GRACEFUL', row.operation_state === 'STARTING');
     const t = Date.now();
     const r = await fn();
     ctx.done.push(name);
     delete ctx.current;
-    if (r !== 'skipped') {
-      await this.save(opId, ctx);
+    delete ctx.resumableStep;
+    const retried = ctx.retry?.step === name;
+    if (retried) delete ctx.retry;
+    if (this.finished.has(ctx)) log.info({ step: name, ms: Date.now() - t }, 'step done');
+    else if (r !== 'skipped' || retried) {
+      await lease.write(retried ? { ctx: json(ctx), step_attempts: 0 } : { ctx: json(ctx) });
       log.info({ step: name, ms: Date.now() - t }, 'step done');
     }
   }
@@ -186,6 +324,7 @@ export class Executor {
       grant,
       state: ctx.driver,
       checkpoint: () => this.save(op.id, ctx),
+      signal: this.lease(ctx).signal,
       targetScaleLevels: ctx.targetScaleLevels ?? {},
       targetVduCounts: ctx.targetVduCounts ?? {},
       log,
@@ -215,11 +354,13 @@ export class Executor {
       files: all.files,
       state: ctx.mgmt,
       checkpoint: () => this.save(op.id, ctx),
+      signal: this.lease(ctx).signal,
       log,
       config: this.d.config,
       publicUrl: this.d.config.publicUrl,
     };
     if (!this.d.mgmt.applies(mctx)) return 'skipped';
+    await this.lease(ctx).confirm();
     const r = await this.d.mgmt.run(mctx);
     if (r.metadata || r.extensions || r.vnfcMetadata) {
       const prev = ctx.mgmtResult ?? {};
@@ -231,8 +372,13 @@ export class Executor {
     }
   }
 
+  /** Whether every driver acting on this hook declares it safe to repeat (then a crash inside it is resumed). */
+  private hookIdempotent(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>): boolean {
+    return this.d.mgmt.idempotent({ hook, instance: all.instance, opOcc: op, request: op.operationParams, vnfd: all.vnfd, flavour: all.flavour, vim: all.vim, grantRequest: null, grant: null, files: all.files, state: ctx.mgmt, checkpoint: async () => undefined, signal: this.lease(ctx).signal, log: this.d.log, config: this.d.config, publicUrl: this.d.config.publicUrl });
+  }
+
   private hookNeeded(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>): boolean {
-    return this.d.mgmt.applies({ hook, instance: all.instance, opOcc: op, request: op.operationParams, vnfd: all.vnfd, flavour: all.flavour, vim: all.vim, grantRequest: null, grant: null, files: all.files, state: ctx.mgmt, checkpoint: async () => undefined, log: this.d.log, config: this.d.config, publicUrl: this.d.config.publicUrl });
+    return this.d.mgmt.applies({ hook, instance: all.instance, opOcc: op, request: op.operationParams, vnfd: all.vnfd, flavour: all.flavour, vim: all.vim, grantRequest: null, grant: null, files: all.files, state: ctx.mgmt, checkpoint: async () => undefined, signal: this.lease(ctx).signal, log: this.d.log, config: this.d.config, publicUrl: this.d.config.publicUrl });
   }
 
   private healPlan(op: OpOccRecord, instance: VnfInstanceRecord): HealPlan {
@@ -319,14 +465,15 @@ export class Executor {
           throw e;
         }
         await this.d.db.transaction().execute(async (tx) => {
-          // A cancel that came while the grant was requested: a STARTING op is rolled back instead.
-          const cur = await tx.selectFrom('op_occ').select(['is_cancel_pending', 'cancel_mode']).where('id', '=', op.id).forUpdate().executeTakeFirst();
-          if (cur?.is_cancel_pending && op.operationState === 'STARTING') throw new Cancelled(cur.cancel_mode ?? 'GRACEFUL', true);
-          await tx
-            .updateTable('op_occ')
-            .set({ operation_state: 'PROCESSING', state_entered_time: new Date(), grant_request: json(gr), grant: json(grant), grant_id: (grant?.id as string) ?? null })
-            .where('id', '=', op.id)
-            .execute();
+          // Fenced; a cancel that came while the grant was requested (read in the same statement,
+          // the row is locked from here on): a STARTING op is rolled back instead (the rollback of
+          // this transaction undoes the update).
+          const cur = await this.lease(ctx).writeReturning(
+            { operation_state: 'PROCESSING', state_entered_time: new Date(), grant_request: json(gr), grant: json(grant), grant_id: (grant?.id as string) ?? null },
+            ['is_cancel_pending', 'cancel_mode'],
+            tx,
+          );
+          if (cur.is_cancel_pending && op.operationState === 'STARTING') throw new Cancelled(cur.cancel_mode ?? 'GRACEFUL', true);
           if (op.operationState === 'STARTING') {
             await this.d.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(all.instance), opOccId: op.id, operation: op.operation, operationState: 'PROCESSING', notificationStatus: 'START', isAutomaticInvocation: op.isAutomaticInvocation });
           }
@@ -336,10 +483,12 @@ export class Executor {
     }
     const opName = op.operation === 'MODIFY_INFO' ? 'modify_information' : op.operation.toLowerCase();
     const drv = op.operation === 'MODIFY_INFO' ? undefined : this.driverFor(all.vim);
-    await this.step(op.id, ctx, 'mgmt-start', log, () => this.hook(op, ctx, `${opName}_start` as HookName, all, grant, log), () => this.hookNeeded(op, ctx, `${opName}_start` as HookName, all));
+    await this.step(op.id, ctx, 'mgmt-start', log, () => this.hook(op, ctx, `${opName}_start` as HookName, all, grant, log), () => this.hookNeeded(op, ctx, `${opName}_start` as HookName, all), () => this.hookIdempotent(op, ctx, `${opName}_start` as HookName, all));
     await this.step(op.id, ctx, 'infra', log, async () => {
       if (!drv) return;
       const ictx = this.infraContext(op, ctx, all, grant, log);
+      const lease = this.lease(ctx);
+      if (op.operation !== 'HEAL') await lease.confirm();
       switch (op.operation) {
         case 'INSTANTIATE':
           await drv.instantiate(ictx, op.operationParams);
@@ -354,6 +503,7 @@ export class Executor {
           const plan = this.healPlan(op, all.instance);
           ctx.healedIds = (plan.entire ? (all.instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []).map((r) => r.id) : plan.targets.map((t) => t.vnfcResourceInfo.id));
           await this.save(op.id, ctx);
+          await lease.confirm();
           await drv.heal(ictx, plan);
           break;
         }
@@ -361,7 +511,7 @@ export class Executor {
     });
     // Observe before the end hook so that it sees the new resources.
     let observed: ObservedResources | undefined;
-    if (drv && op.operation !== 'TERMINATE') observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
+    if (drv && op.operation !== 'TERMINATE') observed = await this.observe(drv, this.infraContext(op, ctx, all, grant, log), ctx);
     const infoAfter = observed ? this.rebuild(op, all.instance, observed, ctx, all).info : null;
     const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: op.operation === 'TERMINATE' ? 'NOT_INSTANTIATED' : 'INSTANTIATED', instantiatedVnfInfo: infoAfter };
     let endHookRan = false;
@@ -369,12 +519,18 @@ export class Executor {
       const r = await this.hook(op, ctx, `${opName}_end` as HookName, { ...all, instance: instAfter }, grant, log);
       endHookRan = r !== 'skipped';
       return r;
-    }, () => this.hookNeeded(op, ctx, `${opName}_end` as HookName, all));
+    }, () => this.hookNeeded(op, ctx, `${opName}_end` as HookName, all), () => this.hookIdempotent(op, ctx, `${opName}_end` as HookName, all));
     await this.step(op.id, ctx, 'finalize', log, async () => {
       // The end hook may have changed the VIM (e.g. registered alarms): observe again then.
-      if (drv && op.operation !== 'TERMINATE' && (endHookRan || !observed)) observed = await drv.observe(this.infraContext(op, ctx, all, grant, log));
+      if (drv && op.operation !== 'TERMINATE' && (endHookRan || !observed)) observed = await this.observe(drv, this.infraContext(op, ctx, all, grant, log), ctx);
       await this.complete(op, ctx, all, observed ?? { vnfcs: [], storages: [], virtualLinks: [] }, log);
     });
+  }
+
+  /** `drv.observe` with the lease confirmed right before. */
+  private async observe(drv: ReturnType<Executor['driverFor']>, ictx: InfraContext, ctx: OpCtx): Promise<ObservedResources> {
+    await this.lease(ctx).confirm();
+    return drv.observe(ictx);
   }
 
   private rebuild(op: OpOccRecord, instance: VnfInstanceRecord, observed: ObservedResources, ctx: OpCtx, all: { flavour: FlavourModel; vimKey: string }) {
@@ -397,6 +553,14 @@ export class Executor {
     const { info, changes } = this.rebuild(op, inst, observed, ctx, all);
     const newInfo: InstantiatedVnfInfo | null = terminated ? null : info;
     await this.d.db.transaction().execute(async (tx) => {
+      const rc = changes.affectedVnfcs.length || changes.affectedVirtualLinks.length || changes.affectedVirtualStorages.length ? changes : null;
+      // Fenced and first: a lost lease rolls the whole transaction back (no instance change, no notification).
+      delete ctx.current;
+      await this.lease(ctx).write(
+        // A cancel that came during the last step had nothing left to stop: it is not pending any more.
+        { operation_state: finalState, state_entered_time: new Date(), resource_changes: json(rc), error: json(null), pending: null, lease_owner: null, lease_until: null, next_attempt_at: null, step_attempts: 0, ctx: json(ctx), grant: json(null), is_cancel_pending: false, cancel_mode: null },
+        tx,
+      );
       const set: Record<string, unknown> = {
         instantiation_state: terminated ? 'NOT_INSTANTIATED' : 'INSTANTIATED',
         instantiated_vnf_info: json(newInfo),
@@ -410,13 +574,6 @@ export class Executor {
         if (p.extensions) set.extensions = json(mergePatch(inst.extensions ?? {}, p.extensions));
       }
       await tx.updateTable('vnf_instance').set(set as never).where('id', '=', op.vnfInstanceId).execute();
-      const rc = changes.affectedVnfcs.length || changes.affectedVirtualLinks.length || changes.affectedVirtualStorages.length ? changes : null;
-      await tx
-        .updateTable('op_occ')
-        // A cancel that came during the last step had nothing left to stop: it is not pending any more.
-        .set({ operation_state: finalState, state_entered_time: new Date(), resource_changes: json(rc), error: json(null), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), grant: json(null), is_cancel_pending: false, cancel_mode: null })
-        .where('id', '=', op.id)
-        .execute();
       const after = await this.d.instances.get(op.vnfInstanceId, tx);
       await this.d.notifier.enqueue(tx, {
         kind: 'VnfLcmOperationOccurrenceNotification',
@@ -429,6 +586,7 @@ export class Executor {
         full: { affectedVnfcs: changes.affectedVnfcs, affectedVirtualLinks: changes.affectedVirtualLinks, affectedVirtualStorages: changes.affectedVirtualStorages },
       });
     });
+    this.finished.add(ctx);
     this.d.metrics.lcmOps.inc({ operation: op.operation, result: finalState });
     this.d.metrics.lcmOpDuration.observe({ operation: op.operation }, (Date.now() - op.startTime.getTime()) / 1000);
     if (op.operation === 'HEAL') this.d.metrics.heals.inc({ trigger: op.isAutomaticInvocation ? 'auto' : 'manual', result: 'COMPLETED' });
@@ -455,34 +613,45 @@ export class Executor {
     await rstep('mgmt-start', () => this.hook(op, ctx, `${opName}_rollback_start` as HookName, all, op.grant, log));
     await rstep('infra', async () => {
       const ictx = this.infraContext(op, ctx, all, op.grant, log);
+      await this.lease(ctx).confirm();
       if (op.operation === 'INSTANTIATE') await drv.rollbackInstantiate(ictx);
       else await drv.rollbackScaleOut({ ...ictx, targetScaleLevels: { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 } }, this.scalePlan(op, ctx));
     });
     await rstep('mgmt-end', () => this.hook(op, ctx, `${opName}_rollback_end` as HookName, all, op.grant, log));
     if (op.operation === 'SCALE') ctx.targetScaleLevels = { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 };
-    const observed = op.operation === 'INSTANTIATE' ? { vnfcs: [], storages: [], virtualLinks: [] } : await drv.observe(this.infraContext(op, ctx, all, op.grant, log));
+    const observed = op.operation === 'INSTANTIATE' ? { vnfcs: [], storages: [], virtualLinks: [] } : await this.observe(drv, this.infraContext(op, ctx, all, op.grant, log), ctx);
     await this.complete(op, ctx, all, observed, log, 'ROLLED_BACK', op.operation !== 'INSTANTIATE');
   }
 
-  private async failTemp(opId: string, ctx: OpCtx, e: unknown, log: Logger): Promise<void> {
+  private async failTemp(opId: string, ctx: OpCtx, e: unknown, log: Logger, exhausted?: { step: string; attempts: number }): Promise<void> {
     const cancelled = e instanceof Cancelled;
     const rolledBack = (e as { rollBack?: boolean })?.rollBack === true;
-    const err = isVnfmError(e)
-      ? { title: e.title, status: e.httpStatus, detail: e.message, type: `urn:vnfm:error:${e.code}` }
-      : cancelled
-        ? { title: 'Cancelled', status: 409, detail: e.message }
-        : { title: 'Internal Server Error', status: 500, detail: `unexpected failure: ${(e as Error)?.message ?? String(e)}` };
+    const err = problemOf(e);
+    // A retryable failure that ran out of automatic retries says so.
+    if (exhausted && exhausted.attempts > 1) err.detail = `${err.detail} (step '${exhausted.step}' failed ${exhausted.attempts} times; no automatic retry left)`;
     if (!isVnfmError(e) && !cancelled) log.error({ err: e }, 'operation failed unexpectedly');
-    else log.warn({ step: ctx.current, error: err.detail }, 'operation failed');
+    else log.warn({ step: ctx.current, error: err.detail, attempts: exhausted?.attempts }, 'operation failed');
     const state = rolledBack ? 'ROLLED_BACK' : 'FAILED_TEMP';
     await this.d.db.transaction().execute(async (tx) => {
+      // Fenced and first: with the lease lost nothing is written and nothing is notified.
+      await this.lease(ctx).write(
+        {
+          operation_state: state,
+          state_entered_time: new Date(),
+          error: json(err),
+          pending: null,
+          lease_owner: null,
+          lease_until: null,
+          next_attempt_at: null,
+          ...(exhausted ? { step_attempts: exhausted.attempts } : {}),
+          ctx: json(ctx),
+          is_cancel_pending: false,
+          cancel_mode: null,
+        },
+        tx,
+      );
       const row = await tx.selectFrom('op_occ').selectAll().where('id', '=', opId).executeTakeFirst();
       if (!row) return;
-      await tx
-        .updateTable('op_occ')
-        .set({ operation_state: state, state_entered_time: new Date(), error: json(err), pending: null, lease_owner: null, lease_until: null, ctx: json(ctx), is_cancel_pending: false, cancel_mode: null })
-        .where('id', '=', opId)
-        .execute();
       const inst = await this.d.instances.get(row.vnf_instance_id, tx);
       await this.d.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(inst), opOccId: opId, operation: row.operation, operationState: state, notificationStatus: 'RESULT', isAutomaticInvocation: row.is_automatic_invocation, error: err });
       this.d.metrics.lcmOps.inc({ operation: row.operation, result: state });

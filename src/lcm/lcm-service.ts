@@ -4,7 +4,7 @@
  * that can be decided synchronously is (409 busy, 404, 400/422 with the exact reason), so a 202 is
  * only ever answered for an operation that will run.
  */
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import { vnfmError } from '../errors.ts';
 import type { HealTarget } from '../infra/infra-driver.ts';
@@ -167,7 +167,12 @@ export class LcmService {
       if (!row) throw vnfmError('VNFM_ERR_OPOCC_NOT_FOUND', `VnfLcmOpOcc ${opId} not found.`);
       if (row.operation_state !== 'FAILED_TEMP' || row.pending !== null) throw vnfmError('VNFM_ERR_OPOCC_STATE', `VnfLcmOpOcc ${opId} is ${row.operation_state}, not FAILED_TEMP.`);
       const state = kind === 'retry' ? 'PROCESSING' : 'ROLLING_BACK';
-      await tx.updateTable('op_occ').set({ operation_state: state, state_entered_time: new Date(), pending: kind, lease_owner: null, lease_until: null }).where('id', '=', opId).execute();
+      // An operator's retry/rollback starts with a fresh budget of automatic step retries.
+      await tx
+        .updateTable('op_occ')
+        .set({ operation_state: state, state_entered_time: new Date(), pending: kind, lease_owner: null, lease_until: null, step_attempts: 0, next_attempt_at: null, ctx: sql`ctx - 'retry'` })
+        .where('id', '=', opId)
+        .execute();
       const inst = await this.instances.get(row.vnf_instance_id, tx);
       await this.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(inst), opOccId: opId, operation: row.operation, operationState: state, notificationStatus: 'START', isAutomaticInvocation: row.is_automatic_invocation });
     });
@@ -200,7 +205,8 @@ export class LcmService {
   async cancel(opId: string, mode: string): Promise<OpOccRecord> {
     const row = await this.db
       .updateTable('op_occ')
-      .set({ is_cancel_pending: true, cancel_mode: mode })
+      // An op waiting for an automatic retry is claimable at once: the cancel is acted upon now.
+      .set({ is_cancel_pending: true, cancel_mode: mode, next_attempt_at: null })
       .where('id', '=', opId)
       .where('operation_state', 'in', ['STARTING', 'PROCESSING'])
       .returning(['id'])

@@ -22,6 +22,10 @@
  *   from the stored ones, the VIM is observed again a few times; if they still differ nothing is
  *   stored and the result says `settled: false` (a size change made outside the VNFM is not
  *   adopted: scale through the API). DaemonSet VDUs are exempt: their size follows the nodes.
+ * - A sync never empties an instance: an unreachable VIM fails the sync (nothing stored), a VNF
+ *   whose stack / namespace is gone fails with `VNFM_ERR_INFRA_STACK_MISSING` (logged at error
+ *   level, counted as `missing`; nothing stored), and an observation with none of the stored
+ *   VNFCs is never adopted (`settled: false`).
  */
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -93,6 +97,8 @@ export interface SyncPassResult {
   unsettled: number;
   skipped: number;
   failed: number;
+  /** Instances whose resources the VIM does not show at all (stack / namespace gone): logged as errors, nothing stored. */
+  missing: number;
 }
 
 /** Dependencies of {@link DriftSync}. */
@@ -102,7 +108,7 @@ export interface DriftSyncDeps {
   options: SyncOptions;
 }
 
-const RESULTS = ['changed', 'unchanged', 'unsettled', 'skipped', 'failed'] as const;
+const RESULTS = ['changed', 'unchanged', 'unsettled', 'skipped', 'failed', 'missing'] as const;
 type SyncMetricResult = (typeof RESULTS)[number];
 
 /** VDUs whose size the VNFM does not set (one pod per node). */
@@ -118,6 +124,9 @@ function vduCounts(vnfcs: readonly { vduId: string; computeResource: { vimLevelR
 }
 
 function countMismatch(prev: InstantiatedVnfInfo, observed: ObservedResources): string | undefined {
+  const stored = prev.vnfcResourceInfo?.length ?? 0;
+  // Never adopt "nothing" (DaemonSet-only VNFs included): that would erase the instance's VNFCs.
+  if (stored > 0 && observed.vnfcs.length === 0) return `none of the ${stored} stored VNFCs is observed`;
   const want = vduCounts(prev.vnfcResourceInfo ?? []);
   const have = vduCounts(observed.vnfcs);
   const diffs: string[] = [];
@@ -186,6 +195,9 @@ export class DriftSync {
       leaseOwner: null,
       leaseUntil: null,
       attempts: 0,
+      stepAttempts: 0,
+      nextAttemptAt: null,
+      leaseEpoch: 0,
       apiVersion: 'v2',
       createdAt: now,
     };
@@ -200,6 +212,7 @@ export class DriftSync {
       grant: null,
       state: {},
       checkpoint: async () => undefined,
+      signal: new AbortController().signal,
       targetScaleLevels: levels,
       targetVduCounts: counts,
       log: this.log.child({ vnfInstanceId: inst.id }),
@@ -231,11 +244,23 @@ export class DriftSync {
     const driver = engine.drivers.find(vim.vimType);
     if (!driver) throw vnfmError('VNFM_ERR_VIM_INVALID', `no infra driver for VIM type ${vim.vimType}`);
 
-    let observed = await driver.observe(ictx);
+    const observe = async (): Promise<ObservedResources> => {
+      try {
+        return await driver.observe(ictx);
+      } catch (e) {
+        if (isVnfmError(e, 'VNFM_ERR_INFRA_STACK_MISSING')) {
+          // Drift, reported loudly; the stored instance information is kept as it was.
+          this.count('missing');
+          this.log.error({ vnfInstanceId: id, err: e.message }, 'drift sync: the VIM shows none of the VNF\'s resources; instance information kept, nothing stored');
+        }
+        throw e;
+      }
+    };
+    let observed = await observe();
     let mismatch = countMismatch(prev, observed);
     for (let i = 1; mismatch !== undefined && i < options.settleAttempts; i++) {
       await sleep(options.settleDelayMs);
-      observed = await driver.observe(ictx);
+      observed = await observe();
       mismatch = countMismatch(prev, observed);
     }
     const empty = { affectedVnfcs: [], affectedVirtualStorages: [], affectedVirtualLinks: [] };
@@ -311,7 +336,7 @@ export class DriftSync {
   }
 
   private async runPass(): Promise<SyncPassResult> {
-    const out: SyncPassResult = { visited: 0, changed: 0, unsettled: 0, skipped: 0, failed: 0 };
+    const out: SyncPassResult = { visited: 0, changed: 0, unsettled: 0, skipped: 0, failed: 0, missing: 0 };
     let list: VnfInstanceRecord[];
     try {
       list = await this.d.ctx.instances.list();
@@ -330,7 +355,9 @@ export class DriftSync {
         if (r.changed) out.changed++;
         else if (!r.settled) out.unsettled++;
       } catch (e) {
-        if (isVnfmError(e, 'VNFM_ERR_INST_BUSY', 'VNFM_ERR_INST_STATE', 'VNFM_ERR_INST_NOT_FOUND')) {
+        if (isVnfmError(e, 'VNFM_ERR_INFRA_STACK_MISSING')) {
+          out.missing++; // counted and logged (error level) by syncInstance
+        } else if (isVnfmError(e, 'VNFM_ERR_INST_BUSY', 'VNFM_ERR_INST_STATE', 'VNFM_ERR_INST_NOT_FOUND')) {
           out.skipped++;
           this.count('skipped');
           this.log.debug({ vnfInstanceId: inst.id, reason: e.message }, 'drift sync: skipped');

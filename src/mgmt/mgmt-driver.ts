@@ -29,7 +29,13 @@ export interface MgmtContext {
   files(): Promise<Map<string, Buffer>>;
   /** Driver-private persisted state of this op (survives crash and retry). */
   state: Record<string, unknown>;
+  /** Fenced write of `state`: throws (and `signal` aborts) when the op's lease is lost. */
   checkpoint(): Promise<void>;
+  /**
+   * Aborted when the op must stop (lease lost, VNFM shutting down): hook scripts are killed
+   * (SIGTERM, then SIGKILL), requests cancelled.
+   */
+  signal: AbortSignal;
   log: Logger;
   config: VnfmConfig;
   publicUrl: string;
@@ -51,6 +57,13 @@ export interface MgmtDriver {
   /** Whether this driver acts on this hook for this operation. */
   applies(ctx: MgmtContext): boolean;
   run(ctx: MgmtContext): Promise<MgmtResult | void>;
+  /**
+   * True when running this hook again after an interruption at any point is safe (idempotent by
+   * construction: e.g. removals where "already gone" counts as done, journaled in `ctx.state`).
+   * Then a crash inside the hook's step is resumed automatically instead of leaving the operation
+   * FAILED_TEMP for a person. Absent = not known to be safe (hook scripts).
+   */
+  idempotent?(ctx: MgmtContext): boolean;
 }
 
 /** Runs every applicable driver for a hook, in registration order. */
@@ -63,10 +76,16 @@ export class MgmtRunner {
   applies(ctx: MgmtContext): boolean {
     return this.drivers.some((d) => d.applies(ctx));
   }
+  /** Whether every driver that acts on this hook declares it safe to run again after an interruption. */
+  idempotent(ctx: MgmtContext): boolean {
+    const acting = this.drivers.filter((d) => d.applies(ctx));
+    return acting.length > 0 && acting.every((d) => d.idempotent?.(ctx) === true);
+  }
   /** Runs the hook; results are merged in order. */
   async run(ctx: MgmtContext): Promise<MgmtResult> {
     const out: MgmtResult = {};
     for (const d of this.drivers) {
+      ctx.signal.throwIfAborted();
       if (!d.applies(ctx)) continue;
       ctx.log.info({ hook: ctx.hook, driver: d.name }, 'management hook');
       const r = await d.run(ctx);

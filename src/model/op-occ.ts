@@ -53,7 +53,14 @@ export interface OpOccRecord {
   pending: Pending | null;
   leaseOwner: string | null;
   leaseUntil: Date | null;
+  /** Claims of this op so far. */
   attempts: number;
+  /** Failed attempts of the step being retried automatically (0: no retry pending). */
+  stepAttempts: number;
+  /** When the op, waiting for an automatic retry, may be claimed again; null = now. */
+  nextAttemptAt: Date | null;
+  /** Claim generation; every write of the executor is fenced with it. */
+  leaseEpoch: number;
   apiVersion: 'v1' | 'v2';
   createdAt: Date;
 }
@@ -82,6 +89,9 @@ export function opOccFromRow(r: Record<string, unknown>): OpOccRecord {
     leaseOwner: r.lease_owner as string | null,
     leaseUntil: r.lease_until ? new Date(r.lease_until as string) : null,
     attempts: r.attempts as number,
+    stepAttempts: (r.step_attempts as number | undefined) ?? 0,
+    nextAttemptAt: r.next_attempt_at ? new Date(r.next_attempt_at as string) : null,
+    leaseEpoch: Number(r.lease_epoch ?? 0),
     apiVersion: r.api_version as 'v1' | 'v2',
     createdAt: new Date(r.created_at as string),
   };

@@ -12,8 +12,19 @@
  *   overwrite the outcome of the worker that took the row over.
  * - **Durability.** Nothing is held only in memory: after a restart PENDING rows are picked up
  *   again (a row whose lease was running is retried once the lease expires).
- * - **Retries with back-off** (doubling from `backoffMs` to `maxBackoffMs`, with jitter), then
- *   DEAD after `maxAttempts`; the reason is kept in `last_error` (never credentials).
+ * - **Retries for a duration, not a count** (back-off doubling from `backoffMs` to `maxBackoffMs`,
+ *   with jitter). A row goes DEAD only when the subscriber has been failing for
+ *   `notifications.retryForMs` (default 24 h): the streak starts at the row's first failed attempt
+ *   (`failing_since`); when a row goes DEAD the next row of the subscription inherits the streak
+ *   (the subscriber has been failing all along), so a subscriber that never comes back does not
+ *   hold every later row for another full period. A subscriber down for minutes or hours loses
+ *   nothing, and gets everything in order when it is back. The reason is kept in `last_error`
+ *   (never credentials).
+ * - **No silent loss.** A row going DEAD is logged at error level and counted
+ *   (`vnfm_notifications_delivery_total{result="dead"}`, gauge `vnfm_notifications_dead`); dead
+ *   rows stay listable (`GET /vnfm/v1/notifications?state=dead`) and can be redelivered one by one
+ *   or per subscription ({@link DeliveryWorker.redeliver}, {@link DeliveryWorker.redeliverSubscription}).
+ *   Only a row whose subscription was deleted dies at once (nobody to deliver to).
  */
 import { type Kysely, sql } from 'kysely';
 import type { VnfmMetrics } from '../api/metrics.ts';
@@ -21,7 +32,9 @@ import type { VnfmConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
+import { vnfmError } from '../errors.ts';
 import { CallbackAuthenticator, CallbackError, type NotificationCredentials, callConsumer } from './auth.ts';
+import './migrations.ts';
 
 /** Status values of an outbox row. */
 export const OUTBOX_STATUS = { PENDING: 'PENDING', DELIVERED: 'DELIVERED', DEAD: 'DEAD' } as const;
@@ -49,6 +62,8 @@ interface ClaimedRow {
   notification: Record<string, unknown>;
   attempts: number;
   lease: Date;
+  /** Start of the failure streak this row belongs to, or null. */
+  failingSince: Date | null;
   callbackUri: string | null;
   apiVersion: string | null;
   authSecret: string | null;
@@ -140,7 +155,12 @@ export class DeliveryWorker {
    */
   async purge(now = Date.now()): Promise<number> {
     const before = new Date(now - this.config.notifications.retentionMs);
-    const r = await this.db.deleteFrom('outbox').where('status', 'in', ['DELIVERED', 'DEAD']).where('created_at', '<', before).executeTakeFirst();
+    // Counted from when the row ended (delivered or given up), so a row that waited long is kept.
+    const r = await this.db
+      .deleteFrom('outbox')
+      .where('status', 'in', ['DELIVERED', 'DEAD'])
+      .where(sql<Date>`coalesce(delivered_at, dead_at, created_at)`, '<', before)
+      .executeTakeFirst();
     const n = Number(r.numDeletedRows ?? 0);
     if (n > 0) this.log.info({ rows: n }, 'old notifications purged from the outbox');
     return n;
@@ -220,8 +240,60 @@ export class DeliveryWorker {
   }
 
   private async refreshPendingGauge(): Promise<void> {
-    const r = await this.db.selectFrom('outbox').select((eb) => eb.fn.countAll<string>().as('n')).where('status', '=', 'PENDING').executeTakeFirst();
-    this.metrics.notificationsPending.set(Number(r?.n ?? 0));
+    const r = await sql<{ pending: string | number; dead: string | number }>`
+      select count(*) filter (where status = 'PENDING') as pending, count(*) filter (where status = 'DEAD') as dead
+      from outbox where status in ('PENDING', 'DEAD')`.execute(this.db);
+    this.metrics.notificationsPending.set(Number(r.rows[0]?.pending ?? 0));
+    this.metrics.notificationsDead.set(Number(r.rows[0]?.dead ?? 0));
+  }
+
+  /**
+   * Puts a DEAD row back in its subscription's queue (PENDING, due now, a fresh retry period). It
+   * becomes the head of the subscription (lowest id) and is delivered before newer rows. Throws
+   * 404 for an unknown row, 409 when it is not DEAD or its subscription was deleted.
+   */
+  async redeliver(id: number): Promise<void> {
+    const r = await this.db
+      .updateTable('outbox')
+      .set({ status: OUTBOX_STATUS.PENDING, attempts: 0, failing_since: null, dead_at: null, next_attempt_at: sql<Date>`now()` })
+      .where('id', '=', id)
+      .where('status', '=', OUTBOX_STATUS.DEAD)
+      .where(({ exists, selectFrom }) => exists(selectFrom('subscription').select('subscription.id').whereRef('subscription.id', '=', 'outbox.subscription_id')))
+      .returning(['subscription_id'])
+      .executeTakeFirst();
+    if (!r) {
+      const row = await this.db.selectFrom('outbox').select(['status', 'subscription_id']).where('id', '=', id).executeTakeFirst();
+      if (!row) throw vnfmError('VNFM_ERR_API_NOT_FOUND', `notification ${id} not found in the outbox`);
+      if (row.status !== OUTBOX_STATUS.DEAD) throw vnfmError('VNFM_ERR_API_CONFLICT', `notification ${id} is ${row.status}; only DEAD notifications can be redelivered`);
+      throw vnfmError('VNFM_ERR_API_CONFLICT', `notification ${id} cannot be redelivered: its subscription ${row.subscription_id} was deleted`);
+    }
+    this.metrics.notifications.inc({ result: 'redelivered' });
+    this.log.info({ outboxId: id, subscriptionId: r.subscription_id }, 'dead notification put back for delivery');
+    await this.refreshPendingGauge().catch(() => undefined);
+    this.wake();
+  }
+
+  /**
+   * Puts every DEAD row of a subscription back in its queue, in their original order. Returns the
+   * row ids. Throws 404 for an unknown subscription, 409 when it has no DEAD row.
+   */
+  async redeliverSubscription(subscriptionId: string): Promise<number[]> {
+    const sub = await this.db.selectFrom('subscription').select('id').where('id', '=', subscriptionId).executeTakeFirst();
+    if (!sub) throw vnfmError('VNFM_ERR_SUB_NOT_FOUND', `subscription ${subscriptionId} not found`);
+    const rows = await this.db
+      .updateTable('outbox')
+      .set({ status: OUTBOX_STATUS.PENDING, attempts: 0, failing_since: null, dead_at: null, next_attempt_at: sql<Date>`now()` })
+      .where('subscription_id', '=', subscriptionId)
+      .where('status', '=', OUTBOX_STATUS.DEAD)
+      .returning('id')
+      .execute();
+    if (rows.length === 0) throw vnfmError('VNFM_ERR_API_CONFLICT', `subscription ${subscriptionId} has no DEAD notification to redeliver`);
+    const ids = rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+    this.metrics.notifications.inc({ result: 'redelivered' }, ids.length);
+    this.log.info({ subscriptionId, rows: ids.length }, 'dead notifications of a subscription put back for delivery');
+    await this.refreshPendingGauge().catch(() => undefined);
+    this.wake();
+    return ids;
   }
 
   /**
@@ -243,11 +315,11 @@ export class DeliveryWorker {
         for update of o skip locked`.execute(tx);
       if (picked.rows.length === 0) return [];
       const ids = picked.rows.map((r) => Number(r.id));
-      const leased = await sql<{ id: number | string; subscription_id: string; notification: Record<string, unknown>; attempts: number; lease: Date | string; callback_uri: string | null; api_version: string | null; auth_secret: string | null }>`
+      const leased = await sql<{ id: number | string; subscription_id: string; notification: Record<string, unknown>; attempts: number; lease: Date | string; failing_since: Date | string | null; callback_uri: string | null; api_version: string | null; auth_secret: string | null }>`
         with l as (
           update outbox set next_attempt_at = date_trunc('milliseconds', now() + ${leaseMs} * interval '1 millisecond')
           where id in (${sql.join(ids)})
-          returning id, subscription_id, notification, attempts, next_attempt_at as lease
+          returning id, subscription_id, notification, attempts, next_attempt_at as lease, failing_since
         )
         select l.*, s.callback_uri, s.api_version, s.auth_secret
         from l left join subscription s on s.id = l.subscription_id
@@ -258,6 +330,7 @@ export class DeliveryWorker {
         notification: r.notification,
         attempts: r.attempts,
         lease: new Date(r.lease),
+        failingSince: r.failing_since === null ? null : new Date(r.failing_since),
         callbackUri: r.callback_uri,
         apiVersion: r.api_version,
         authSecret: r.auth_secret,
@@ -313,19 +386,50 @@ export class DeliveryWorker {
       this.log.info({ ...base, result: 'delivered', httpStatus: outcome.status, recorded: Number(r.numUpdatedRows) === 1 }, 'notification delivered');
       return;
     }
-    const dead = attempts >= this.config.notifications.maxAttempts || row.callbackUri === null;
     const error = outcome.error.slice(0, 500);
-    if (dead) {
-      const r = await owned().set({ status: OUTBOX_STATUS.DEAD, attempts, last_error: error }).executeTakeFirst();
+    if (row.callbackUri === null) {
+      // The subscription was deleted: nobody to deliver to (its waiting rows went with it).
+      const r = await owned().set({ status: OUTBOX_STATUS.DEAD, attempts, last_error: error, dead_at: sql<Date>`now()` }).executeTakeFirst();
       this.metrics.notifications.inc({ result: 'dead' });
-      this.log.warn({ ...base, result: 'dead', error, recorded: Number(r.numUpdatedRows) === 1 }, 'notification given up');
+      this.log.warn({ ...base, result: 'dead', error, recorded: Number(r.numUpdatedRows) === 1 }, 'notification dropped: its subscription was deleted');
       return;
     }
     const delay = this.backoffMs(attempts);
-    const r = await owned()
-      .set({ attempts, last_error: error, next_attempt_at: sql<Date>`now() + ${delay} * interval '1 millisecond'` })
-      .executeTakeFirst();
+    const retryForMs = this.config.notifications.retryForMs;
+    // One statement on the database clock: the streak starts at the first failure, and the row is
+    // given up only once the streak is older than retryForMs (SET sees the old failing_since).
+    const outcomeRow = await this.db.transaction().execute(async (tx) => {
+      const upd = await sql<{ status: string; failing_since: Date | string; subscription_id: string }>`
+        update outbox set
+          attempts = ${attempts},
+          last_error = ${error},
+          failing_since = coalesce(failing_since, now()),
+          status = case when coalesce(failing_since, now()) <= now() - ${retryForMs} * interval '1 millisecond' then 'DEAD' else 'PENDING' end,
+          dead_at = case when coalesce(failing_since, now()) <= now() - ${retryForMs} * interval '1 millisecond' then now() else null end,
+          next_attempt_at = now() + ${delay} * interval '1 millisecond'
+        where id = ${row.id} and status = 'PENDING' and next_attempt_at = ${row.lease}
+        returning status, failing_since, subscription_id`.execute(tx);
+      const u = upd.rows[0];
+      if (u?.status === OUTBOX_STATUS.DEAD) {
+        // The subscriber has been failing all along: the next row continues the same streak.
+        await sql`
+          update outbox set failing_since = ${new Date(u.failing_since)}
+          where id = (select min(id) from outbox where subscription_id = ${u.subscription_id} and status = 'PENDING' and id > ${row.id})
+            and failing_since is null`.execute(tx);
+      }
+      return u;
+    });
+    const recorded = outcomeRow !== undefined;
+    if (outcomeRow?.status === OUTBOX_STATUS.DEAD) {
+      this.metrics.notifications.inc({ result: 'dead' });
+      await this.refreshPendingGauge().catch(() => undefined);
+      this.log.error(
+        { ...base, result: 'dead', error, failingSince: new Date(outcomeRow.failing_since).toISOString(), retryForMs, recorded },
+        `notification given up: the subscriber kept failing for notifications.retryForMs; list it with GET /vnfm/v1/notifications?state=dead and redeliver it with POST /vnfm/v1/notifications/${row.id}/redeliver`,
+      );
+      return;
+    }
     this.metrics.notifications.inc({ result: 'failed' });
-    this.log.warn({ ...base, result: 'failed', error, retryInMs: delay, recorded: Number(r.numUpdatedRows) === 1 }, 'notification delivery failed');
+    this.log.warn({ ...base, result: 'failed', error, retryInMs: delay, recorded }, 'notification delivery failed');
   }
 }

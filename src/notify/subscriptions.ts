@@ -209,6 +209,11 @@ export function validateSubscriptionRequest(req: unknown, v: SubscriptionApiVers
 
 type SubscriptionRow = { id: string; api_version: string; callback_uri: string; filter: unknown; verbosity: string; auth_types: unknown; created_at: Date };
 
+/** A subscription row as a record (the SQL list reads rows itself). */
+export function subscriptionFromRow(r: SubscriptionRow): SubscriptionRecord {
+  return toRecord(r);
+}
+
 function toRecord(r: SubscriptionRow): SubscriptionRecord {
   return {
     id: r.id,

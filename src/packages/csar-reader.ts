@@ -3,8 +3,11 @@
  *
  * A package comes from outside (an NFVO, an operator's upload), so the reader treats it as hostile:
  * entry names are validated and normalized (no absolute paths, no `..`, no symlinks, no duplicates),
- * and the number of entries and the total uncompressed size are bounded before anything is
- * inflated. Every problem becomes a {@link PackageError} with a message an operator can act on.
+ * and the number of entries, the total uncompressed size and the size of every single entry are
+ * bounded before anything is inflated (from the sizes the ZIP declares) and again while inflating
+ * (from the bytes actually produced: reading stops as soon as a limit is passed, an entry is never
+ * inflated whole into memory first). Every problem becomes a {@link PackageError} with a message
+ * an operator can act on.
  *
  * The module also builds CSARs from a package folder ({@link buildCsarFromDir}), which the CLI,
  * the demo and the tests use to onboard the samples under `samples/`.
@@ -33,10 +36,34 @@ export interface CsarLimits {
    * @default 10000
    */
   readonly maxEntries?: number;
+  /**
+   * Maximum uncompressed size of any one entry, in bytes.
+   * @default 16777216 (16 MiB)
+   */
+  readonly maxFileBytes?: number;
+  /**
+   * Maximum uncompressed size of an entry the VNFD parser reads as text: everything under
+   * `TOSCA-Metadata/` and `Definitions/`, and files at the package root (entry YAML, manifest).
+   * The parser applies the same bound to any other file it reads.
+   * @default 4194304 (4 MiB)
+   */
+  readonly maxVnfdBytes?: number;
 }
 
 /** Defaults of {@link CsarLimits}; exported so the configuration module can document them. */
-export const DEFAULT_CSAR_LIMITS = { maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000 } as const;
+export const DEFAULT_CSAR_LIMITS = { maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024 } as const;
+
+/** True for the entries the VNFD parser reads as text (so {@link CsarLimits.maxVnfdBytes} applies while inflating). */
+export function isVnfdEntry(path: string): boolean {
+  return path.startsWith('TOSCA-Metadata/') || path.startsWith('Definitions/') || !path.includes('/');
+}
+
+/** The per-entry limit of `path` and the setting that sets it. */
+function entryLimit(path: string, maxFileBytes: number, maxVnfdBytes: number): { limit: number; setting: string; what: string } {
+  return isVnfdEntry(path) && maxVnfdBytes < maxFileBytes
+    ? { limit: maxVnfdBytes, setting: 'packages.maxVnfdBytes', what: 'VNFD/metadata file' }
+    : { limit: maxFileBytes, setting: 'packages.maxFileBytes', what: 'file' };
+}
 
 type YauzlEntry = yauzl.Entry & { fileNameRaw?: Buffer; fileName: string | Buffer };
 type GetFileNameLowLevel = (flags: number, raw: Buffer, extraFields: unknown, strictFileNames: boolean) => string;
@@ -44,7 +71,8 @@ type GetFileNameLowLevel = (flags: number, raw: Buffer, extraFields: unknown, st
 const S_IFMT = 0o170000;
 const S_IFLNK = 0o120000;
 
-function describeSize(n: number): string {
+/** Human-readable size (`4.0 MiB`), as used in limit messages. */
+export function describeSize(n: number): string {
   if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(1)} MiB`;
   if (n >= 1024) return `${(n / 1024).toFixed(1)} KiB`;
   return `${n} bytes`;
@@ -92,6 +120,8 @@ function decodeName(entry: YauzlEntry): string {
 export function readCsar(zip: Buffer, limits: CsarLimits = {}): Promise<CsarFiles> {
   const maxTotalBytes = limits.maxTotalBytes ?? DEFAULT_CSAR_LIMITS.maxTotalBytes;
   const maxEntries = limits.maxEntries ?? DEFAULT_CSAR_LIMITS.maxEntries;
+  const maxFileBytes = limits.maxFileBytes ?? DEFAULT_CSAR_LIMITS.maxFileBytes;
+  const maxVnfdBytes = limits.maxVnfdBytes ?? DEFAULT_CSAR_LIMITS.maxVnfdBytes;
   return new Promise<CsarFiles>((resolve, reject) => {
     if (!Buffer.isBuffer(zip) || zip.length === 0) {
       reject(new PackageError('the package is empty: expected a ZIP (CSAR) file'));
@@ -133,6 +163,10 @@ export function readCsar(zip: Buffer, limits: CsarLimits = {}): Promise<CsarFile
           }
           if (files.has(path)) throw new PackageError(`the package contains ${JSON.stringify(path)} twice`);
           if (entry.isEncrypted()) throw new PackageError(`entry ${JSON.stringify(path)} is encrypted; encrypted CSAR entries are not supported`);
+          const cap = entryLimit(path, maxFileBytes, maxVnfdBytes);
+          const tooBig = (size: string): PackageError =>
+            new PackageError(`the ${cap.what} is larger than the limit of ${describeSize(cap.limit)} (${cap.setting}): ${size}`, { file: path });
+          if (entry.uncompressedSize > cap.limit) throw tooBig(`the ZIP declares ${describeSize(entry.uncompressedSize)} uncompressed`);
           declaredTotal += entry.uncompressedSize;
           if (declaredTotal > maxTotalBytes) {
             throw new PackageError(`the package's uncompressed size exceeds the limit of ${describeSize(maxTotalBytes)} (at entry ${JSON.stringify(path)})`);
@@ -146,6 +180,11 @@ export function readCsar(zip: Buffer, limits: CsarLimits = {}): Promise<CsarFile
             let got = 0;
             stream.on('data', (c: Buffer) => {
               got += c.length;
+              if (got > cap.limit) {
+                stream.destroy();
+                fail(tooBig(`it inflates to more than that`));
+                return;
+              }
               if (got > entry.uncompressedSize) {
                 stream.destroy();
                 fail(new PackageError(`entry ${JSON.stringify(path)} inflates to more than its declared size; the ZIP file is corrupt`));

@@ -1,8 +1,12 @@
 /**
  * VNF package lifecycle (SOL005 as Tacker has it): create, upload, onboard (parse + validate the
  * CSAR), enable/disable, delete, and usage tracking. Onboarding runs in the background after the
- * upload is stored; a package left in PROCESSING by a crash is onboarded again at start-up, so an
- * upload is never lost. A broken package ends in onboardingState ERROR with a clear message.
+ * upload is stored, in a separate worker process with a heap and a time limit
+ * (`onboard-isolate.ts`), at most `maxConcurrentOnboardings` at once (further uploads get 503 with
+ * Retry-After). A package left in PROCESSING by a crash is onboarded again at start-up once (the
+ * attempts are counted in `onboard_attempts`), then marked ERROR: an upload is not lost, and a
+ * package cannot crash-loop the VNFM. A broken package ends in onboardingState ERROR with a clear
+ * message.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
@@ -11,9 +15,37 @@ import { vnfmError } from '../errors.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import { readCsar } from './csar-reader.ts';
+import './migrations.ts';
+import { OnboardingAborted, parseInWorker } from './onboard-isolate.ts';
 import { PackageError } from './package-error.ts';
-import { parseVnfPackage } from './vnfd-parser.ts';
 import type { VnfPackageModel } from './vnfd-model.ts';
+
+/** Onboarding limits (the `packages` section of the config). */
+export interface PackageLimits {
+  maxFileBytes: number;
+  maxVnfdBytes: number;
+  maxTotalBytes: number;
+  maxEntries: number;
+  maxOldGenerationSizeMb: number;
+  onboardTimeoutMs: number;
+  maxConcurrentOnboardings: number;
+  busyRetryAfterSeconds: number;
+}
+
+/** Defaults of {@link PackageLimits} (same as src/config.ts). */
+export const DEFAULT_PACKAGE_LIMITS: PackageLimits = {
+  maxFileBytes: 16 * 1024 * 1024,
+  maxVnfdBytes: 4 * 1024 * 1024,
+  maxTotalBytes: 512 * 1024 * 1024,
+  maxEntries: 10_000,
+  maxOldGenerationSizeMb: 256,
+  onboardTimeoutMs: 60_000,
+  maxConcurrentOnboardings: 2,
+  busyRetryAfterSeconds: 5,
+};
+
+/** Onboarding attempts of one content: the first one plus one resume at start-up. */
+export const MAX_ONBOARD_ATTEMPTS = 2;
 
 /** A package row as the service hands it out (content excluded). */
 export interface PackageRecord {
@@ -75,12 +107,49 @@ export class PackageService {
   /** Onboarded VNFDs never change: cache them by package id. */
   private readonly vnfdCache = new Map<string, VnfPackageModel>();
   private readonly filesCache = new Map<string, Map<string, Buffer>>();
+  /** Onboardings holding a slot now (uploads and resumed ones). */
+  private running = 0;
+  /** Resumed onboardings waiting for a slot (start-up recovery queues; uploads are refused instead). */
+  private readonly waiting: (() => void)[] = [];
+  readonly limits: PackageLimits;
+  /** Aborted at shutdown: stops the worker processes of this service. */
+  private readonly stopping = new AbortController();
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly log: Logger,
     private readonly onOnboarded?: (result: 'ONBOARDED' | 'ERROR') => void,
-  ) {}
+    limits: Partial<PackageLimits> = {},
+  ) {
+    this.limits = { ...DEFAULT_PACKAGE_LIMITS, ...limits };
+  }
+
+  /** True when an upload would be accepted now (the API checks this before reading a body). */
+  hasOnboardingCapacity(): boolean {
+    return this.running + this.waiting.length < this.limits.maxConcurrentOnboardings;
+  }
+
+  /** The 503 of an upload beyond the onboarding capacity. */
+  busyError(): Error {
+    return vnfmError('VNFM_ERR_PKG_BUSY', `${this.limits.maxConcurrentOnboardings} VNF package onboardings are running (packages.maxConcurrentOnboardings); retry the upload in ${this.limits.busyRetryAfterSeconds} s`, {
+      retryAfterMs: this.limits.busyRetryAfterSeconds * 1000,
+    });
+  }
+
+  private release(): void {
+    const next = this.waiting.shift();
+    if (next) next();
+    else this.running--;
+  }
+
+  private acquireQueued(): Promise<void> {
+    if (this.running < this.limits.maxConcurrentOnboardings) {
+      this.running++;
+      return Promise.resolve();
+    }
+    // The slot is handed over by release() (running stays as is).
+    return new Promise((resolve) => this.waiting.push(resolve));
+  }
 
   /** Creates an empty package resource (onboardingState CREATED). */
   async create(userDefinedData: Record<string, unknown> = {}): Promise<PackageRecord> {
@@ -124,7 +193,7 @@ export class PackageService {
   async files(id: string): Promise<Map<string, Buffer>> {
     const hit = this.filesCache.get(id);
     if (hit) return hit;
-    const files = await readCsar(await this.content(id));
+    const files = await readCsar(await this.content(id), this.limits);
     if (this.filesCache.size > 64) this.filesCache.clear();
     this.filesCache.set(id, files);
     return files;
@@ -148,17 +217,26 @@ export class PackageService {
    */
   async upload(id: string, zip: Buffer): Promise<void> {
     if (zip.length === 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'package content is empty');
-    const res = await this.db
-      .updateTable('vnf_package')
-      .set({ onboarding_state: 'PROCESSING', content: zip, onboarding_error: null, checksum: json({ algorithm: 'SHA-256', hash: createHash('sha256').update(zip).digest('hex') }) })
-      .where('id', '=', id)
-      .where('onboarding_state', 'in', ['CREATED', 'ERROR'])
-      .executeTakeFirst();
-    if (Number(res.numUpdatedRows) === 0) {
-      const p = await this.get(id);
-      throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is in onboardingState ${p.onboardingState}; content can only be uploaded in CREATED`);
+    // Reserve the slot synchronously, before any await, so concurrent uploads cannot overbook.
+    if (!this.hasOnboardingCapacity()) throw this.busyError();
+    this.running++;
+    let started = false;
+    try {
+      const res = await this.db
+        .updateTable('vnf_package')
+        .set({ onboarding_state: 'PROCESSING', content: zip, onboarding_error: null, onboard_attempts: 0, checksum: json({ algorithm: 'SHA-256', hash: createHash('sha256').update(zip).digest('hex') }) })
+        .where('id', '=', id)
+        .where('onboarding_state', 'in', ['CREATED', 'ERROR'])
+        .executeTakeFirst();
+      if (Number(res.numUpdatedRows) === 0) {
+        const p = await this.get(id);
+        throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is in onboardingState ${p.onboardingState}; content can only be uploaded in CREATED`);
+      }
+      started = true;
+      this.track(this.onboard(id).finally(() => this.release()));
+    } finally {
+      if (!started) this.release();
     }
-    this.track(this.onboard(id));
   }
 
   private track(p: Promise<void>): void {
@@ -171,16 +249,45 @@ export class PackageService {
     while (this.inflight.size > 0) await Promise.allSettled([...this.inflight]);
   }
 
-  /** Re-runs onboarding of packages left in PROCESSING (e.g. by a crash). */
+  /**
+   * Start-up: packages left in PROCESSING (the VNFM stopped while onboarding them) are onboarded
+   * again, unless they already had {@link MAX_ONBOARD_ATTEMPTS} attempts: those are marked ERROR
+   * (the package may be what stopped the VNFM). Resumed onboardings wait for a slot.
+   */
   async recover(): Promise<void> {
-    const rows = await this.db.selectFrom('vnf_package').select('id').where('onboarding_state', 'in', ['PROCESSING', 'UPLOADING']).execute();
-    for (const r of rows) this.track(this.onboard(r.id));
+    const rows = await this.db.selectFrom('vnf_package').select(['id', 'onboard_attempts']).where('onboarding_state', 'in', ['PROCESSING', 'UPLOADING']).execute();
+    for (const r of rows) {
+      if (r.onboard_attempts >= MAX_ONBOARD_ATTEMPTS) {
+        const msg = `onboarding was interrupted ${r.onboard_attempts} times (the VNFM stopped while processing this package) and is not resumed again; upload the package content again to retry`;
+        this.log.warn({ vnfPkgId: r.id, attempts: r.onboard_attempts }, 'package left in PROCESSING too often; marked ERROR');
+        await this.db.updateTable('vnf_package').set({ onboarding_state: 'ERROR', onboarding_error: msg }).where('id', '=', r.id).where('onboarding_state', 'in', ['PROCESSING', 'UPLOADING']).execute();
+        this.onOnboarded?.('ERROR');
+        continue;
+      }
+      this.log.info({ vnfPkgId: r.id, attempts: r.onboard_attempts }, 'resuming the onboarding of a package left in PROCESSING');
+      this.track(this.acquireQueued().then(() => this.onboard(r.id).finally(() => this.release())));
+    }
+  }
+
+  /** Stops onboarding workers (shutdown); their packages stay PROCESSING and are resumed at the next start. */
+  stopWorkers(): void {
+    this.stopping.abort();
   }
 
   private async onboard(id: string): Promise<void> {
     try {
+      // Counted before the work starts: an attempt that takes the process down still counts.
+      await this.db.updateTable('vnf_package').set((eb) => ({ onboard_attempts: eb('onboard_attempts', '+', 1) })).where('id', '=', id).execute();
       const zip = await this.content(id);
-      const model = parseVnfPackage(await readCsar(zip));
+      const l = this.limits;
+      const model = await parseInWorker(zip, {
+        maxFileBytes: l.maxFileBytes,
+        maxVnfdBytes: l.maxVnfdBytes,
+        maxTotalBytes: l.maxTotalBytes,
+        maxEntries: l.maxEntries,
+        maxOldGenerationSizeMb: l.maxOldGenerationSizeMb,
+        timeoutMs: l.onboardTimeoutMs,
+      }, this.stopping.signal);
       await this.db.transaction().execute(async (tx) => {
         const clash = await tx.selectFrom('vnf_package').select('id').where('vnfd_id', '=', model.vnfdId).where('onboarding_state', '=', 'ONBOARDED').where('id', '!=', id).executeTakeFirst();
         if (clash) throw new PackageError(`a package with vnfdId ${model.vnfdId} is already onboarded (${clash.id})`);
@@ -202,6 +309,12 @@ export class PackageService {
       this.log.info({ vnfPkgId: id, vnfdId: model.vnfdId }, 'package onboarded');
       this.onOnboarded?.('ONBOARDED');
     } catch (e) {
+      if (e instanceof OnboardingAborted) {
+        // A clean shutdown is not a crash: give the attempt back; the next start resumes it.
+        this.log.info({ vnfPkgId: id }, 'package onboarding stopped by shutdown; resumed at the next start');
+        await this.db.updateTable('vnf_package').set((eb) => ({ onboard_attempts: eb('onboard_attempts', '-', 1) })).where('id', '=', id).where('onboard_attempts', '>', 0).execute().catch(() => undefined);
+        return;
+      }
       const msg = e instanceof PackageError ? e.message : `package could not be processed: ${(e as Error)?.message ?? String(e)}`;
       this.log.warn({ vnfPkgId: id, err: msg }, 'package onboarding failed');
       await this.db.updateTable('vnf_package').set({ onboarding_state: 'ERROR', onboarding_error: msg }).where('id', '=', id).execute();

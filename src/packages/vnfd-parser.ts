@@ -15,7 +15,7 @@
  */
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import type { CsarFiles } from './csar-reader.ts';
+import { type CsarFiles, DEFAULT_CSAR_LIMITS, describeSize } from './csar-reader.ts';
 import { PackageError } from './package-error.ts';
 import { nodeHashName, parseManifest, parseToscaMeta, TOSCA_META_PATH, type DeclaredDigest } from './tosca-meta.ts';
 import { TypeRegistry, type TypeDef } from './tosca-types.ts';
@@ -150,7 +150,10 @@ class Parser {
   /** ETSI type files present in the package but unreadable, replaced by the built-in types. */
   readonly builtinStandIns = new Set<string>();
 
-  constructor(readonly files: CsarFiles) {}
+  constructor(
+    readonly files: CsarFiles,
+    readonly maxTextBytes: number = DEFAULT_CSAR_LIMITS.maxVnfdBytes,
+  ) {}
 
   // ---------- errors and positions ----------
 
@@ -271,6 +274,9 @@ class Parser {
   readText(path: string): string {
     const b = this.files.get(path);
     if (!b) throw new PackageError(`file ${path} is not in the package`);
+    if (b.length > this.maxTextBytes) {
+      throw new PackageError(`the VNFD/metadata file is larger than the limit of ${describeSize(this.maxTextBytes)} (packages.maxVnfdBytes): ${describeSize(b.length)}`, { file: path });
+    }
     return b.toString('utf8');
   }
 
@@ -1269,9 +1275,9 @@ function kubernetesResources(p: Parser, files: readonly string[]): KubernetesRes
  * Parses the files of a VNF package into the VNFM's package model. Throws a {@link PackageError}
  * (message `file:line:col: problem`) for anything that would make the package unusable.
  */
-export function parseVnfPackage(files: CsarFiles): VnfPackageModel {
+export function parseVnfPackage(files: CsarFiles, opts: { maxVnfdBytes?: number } = {}): VnfPackageModel {
   if (!(files instanceof Map) || files.size === 0) throw new PackageError('the package contains no files');
-  const p: Parser = new Parser(files);
+  const p: Parser = new Parser(files, opts.maxVnfdBytes ?? DEFAULT_CSAR_LIMITS.maxVnfdBytes);
   const { entry, manifest } = p.entryDefinitions();
   if (manifest) p.metaDigests.push(...parseManifest(p.readText(manifest), manifest));
   const manifestDigests = p.verifyDigests();

@@ -1,6 +1,8 @@
 /**
  * Opens the database: embedded PGlite in a data directory by default, PostgreSQL via `pg` when a
- * URL is configured. One SQL dialect (PostgreSQL) either way, migrated at open.
+ * URL is configured. One SQL dialect (PostgreSQL) either way, migrated at open. An embedded data
+ * directory is locked for this process (src/store/data-dir-lock.ts): a second process on it fails
+ * to open with {@link DataDirLockedError}.
  */
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
@@ -8,6 +10,7 @@ import { Kysely, PostgresDialect } from 'kysely';
 import pg from 'pg';
 import { migrateToLatest } from './migrations/index.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
+import { acquireDataDirLock, type LockHolder } from './data-dir-lock.ts';
 import type { Database } from './schema.ts';
 
 /** An open database handle with what kind it is (some behaviours, e.g. advisory waits, differ). */
@@ -29,7 +32,11 @@ export interface StoreOptions {
   onPoolError?: (e: Error) => void;
   /** Skip migrations (the template is already migrated). @default false */
   skipMigrations?: boolean;
+  /** Called when the data directory's lock was left by a dead process and is taken over (logged by the caller). */
+  onStaleLock?: (stale: LockHolder, file: string) => void;
 }
+
+export { DataDirLockedError } from './data-dir-lock.ts';
 
 /** Opens and migrates the database. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
@@ -43,12 +50,30 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     return { db, kind: 'postgres', close: () => db.destroy() };
   }
   const dir = opts.dataDir ?? 'memory://';
-  if (!dir.startsWith('memory://')) mkdirSync(dir, { recursive: true });
-  const pglite = new PGlite(dir.startsWith('memory://') ? undefined : dir, opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {});
-  await pglite.waitReady;
-  const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
-  if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
-  return { db, kind: 'pglite', close: () => db.destroy() };
+  const onDisk = !dir.startsWith('memory://');
+  if (onDisk) mkdirSync(dir, { recursive: true });
+  // One process per embedded data directory: taken before PGlite touches a file, released at close.
+  const lock = onDisk ? acquireDataDirLock(dir, opts.onStaleLock ? { onStale: opts.onStaleLock } : {}) : undefined;
+  try {
+    const pglite = new PGlite(onDisk ? dir : undefined, opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {});
+    await pglite.waitReady;
+    const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+    if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
+    return {
+      db,
+      kind: 'pglite',
+      close: async () => {
+        try {
+          await db.destroy();
+        } finally {
+          lock?.release();
+        }
+      },
+    };
+  } catch (e) {
+    lock?.release();
+    throw e;
+  }
 }
 
 /** Serializes a value for a jsonb column. */

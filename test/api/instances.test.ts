@@ -219,6 +219,17 @@ await describeStores('VNF instances', (env) => {
     assertProblem(await req('GET', '/vnflcm/v2/vnf_instances?filter=(eq,vnfInstanceName'), 400);
     assertProblem(await req('GET', '/vnflcm/v2/vnf_instances?filter=(bogus,vnfInstanceName,x)'), 400);
     assertProblem(await req('GET', '/vnflcm/v2/vnf_instances?nextpage_opaque_marker=@@@'), 400);
+    // keyset cursor: tampered or foreign markers are 400 ProblemDetails; limit is uniform (1..10000)
+    const first = await req('GET', '/vnflcm/v2/vnf_instances');
+    const marker = new URL(/^<([^>]+)>/.exec(String(first.headers.link))?.[1] as string).searchParams.get('nextpage_opaque_marker') as string;
+    assert.equal((await req('GET', `/vnflcm/v2/vnf_instances?nextpage_opaque_marker=${marker}`)).statusCode, 200);
+    assertProblem(await req('GET', `/vnflcm/v2/vnf_instances?nextpage_opaque_marker=${marker.slice(0, -1)}${marker.endsWith('A') ? 'B' : 'A'}`), 400);
+    assertProblem(await req('GET', `/vnflcm/v2/vnf_lcm_op_occs?nextpage_opaque_marker=${marker}`), 400);
+    assertProblem(await req('GET', `/vnflcm/v1/vnf_instances?nextpage_opaque_marker=${marker}`), 400);
+    for (const bad of ['0', '-1', 'x', '10001']) assertProblem(await req('GET', `/vnflcm/v2/vnf_instances?limit=${bad}`), 400);
+    const one = await listAll('/vnflcm/v2/vnf_instances?limit=1&filter=(cont,vnfInstanceName,sel-)');
+    assert.deepEqual(one.items.map((x) => x.id), made, 'limit=1 pages one by one, in creation order');
+    assert.equal(one.pages, made.length);
 
     for (const id of made) assert.equal((await req('DELETE', `/vnflcm/v2/vnf_instances/${id}`)).statusCode, 204);
   });

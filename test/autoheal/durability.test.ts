@@ -131,6 +131,43 @@ await describeStores('auto-heal durability', (env) => {
     await a.vnfm.close();
   });
 
+  const voidHow = env.kind === 'pglite' ? 'embedded database: voided at start, healed at once' : 'PostgreSQL: another live process may hold it, so it runs out';
+  it(`a batch claimed by a process killed right after the packing deadline (${voidHow})`, async () => {
+    const fake = new AlarmFakeDriver();
+    const a = await start(store, 'proc-a', fake);
+    const { id, vnfcs } = await instantiateVnf(a.vnfm, await sample(a));
+    await post(a, id, vnfcs[0] as TestVnfc);
+    await a.ctx.autoheal?.batcher.stop();
+    // The dying process: its window ended, it claimed the batch (a lease far longer than the test)
+    // and was killed before creating the heal. Nothing else of it is left.
+    await endWindows(store, [id]);
+    const [claimed] = await new FaultLedger(store.db).claimDue('killed-proc', 60 * 60_000, 10);
+    assert.equal(claimed?.vnfInstanceId, id);
+    await a.vnfm.close();
+
+    const b = await start(store, 'proc-b', fake);
+    cleanups.push(() => b.vnfm.close());
+    const ledger = new FaultLedger(store.db);
+    if (env.kind === 'pglite') {
+      // Started, with nothing expired by the test: the claim was voided by the start itself.
+      await waitFor(async () => (await healsOf(b.vnfm, id)).some((o) => o.operationState === 'COMPLETED'), 30_000, 'heal after the restart');
+      await allBatchesDone(store, [id]);
+      assert.equal((await healsOf(b.vnfm, id)).length, 1);
+      const voided = b.vnfm.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => Array.isArray(l.batches) && (l.batches as string[]).includes(claimed?.id as string));
+      assert.equal(voided?.level, 40, 'the voided claim is logged as a warning');
+    } else {
+      // Several processes share PostgreSQL: the claim may be a live one, so it is left to run out.
+      assert.equal(await b.ctx.autoheal?.batcher.cycle(), 0, 'not claimable while its lease runs');
+      const batch = await ledger.getBatch(claimed?.id as string);
+      assert.equal(batch.status, 'firing');
+      assert.equal((await healsOf(b.vnfm, id)).length, 0);
+      await expireBatchLease(store, claimed?.id as string);
+      await waitFor(async () => (await healsOf(b.vnfm, id)).some((o) => o.operationState === 'COMPLETED'), 30_000, 'heal once the lease ran out');
+      await allBatchesDone(store, [id]);
+    }
+    await b.vnfm.close();
+  });
+
   const how = env.openSecond ? 'two connection pools, claims contend' : 'one PGlite handle: claims serialised, no lock contention exercised';
   it(`two VNFM processes on one database: one heal per VNF (${how})`, async () => {
     const second = env.openSecond ? await env.openSecond(store) : store;

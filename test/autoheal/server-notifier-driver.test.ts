@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { createServerNotifierMgmtDriver } from '../../src/mgmt/drivers/server-notifier/index.ts';
+import { type HookName, type MgmtContext, MgmtRunner } from '../../src/mgmt/mgmt-driver.ts';
 import { AlarmFakeDriver, type AutohealVnfm, type NotifierStub, STUB_TOKEN, type TestVnfc, V2, faultBody, healsOf, instantiateVnf, keystoneVim, notify, onboardSample, opOcc, startAutohealVnfm, startNotifierStub, vnfcsOf, waitFor } from './fixture.ts';
 
 let stub: NotifierStub;
@@ -158,6 +160,30 @@ describe('Server Notifier alarm registration driver', () => {
     await task(res.opOccId, 'rollback');
     await until(res.opOccId, 'ROLLED_BACK');
     assert.equal(mine().length, 0, 'no orphan alarm');
+  });
+
+  it('alarm removal is idempotent: an alarm already gone (DELETE 404) counts as removed; only removal hooks are declared resumable', async () => {
+    const { id, vnfcs } = await instantiate();
+    const [x] = vnfcs as [TestVnfc];
+    // Removed behind the VNFM's back (or by an earlier attempt that died before its journal entry).
+    stub.alarms.delete(x.alarmId as string);
+    const before = stub.calls.length;
+    await until(await run('POST', `/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [x.vnfcInfoId] }), 'COMPLETED');
+    const calls = stub.calls.slice(before).filter((c) => c.path.includes('/alarms'));
+    assert.deepEqual(calls.map((c) => c.method), ['DELETE', 'POST'], 'the 404 did not stop the heal');
+    assertRegistrationsMatch(await vnfcsOf(h.vnfm, id), id);
+
+    const driver = createServerNotifierMgmtDriver();
+    const idempotent = (hook: HookName) => driver.idempotent({ hook } as MgmtContext);
+    for (const hook of ['heal_start', 'terminate_start', 'scale_start', 'instantiate_rollback_start', 'scale_rollback_start'] as HookName[]) assert.equal(idempotent(hook), true, hook);
+    for (const hook of ['instantiate_end', 'heal_end', 'scale_end'] as HookName[]) assert.equal(idempotent(hook), false, `${hook} registers: a repeated POST could leave an orphan alarm`);
+    // The engine resumes a hook step only when every driver acting on it says so.
+    const runner = new MgmtRunner();
+    runner.register({ name: 'removal', applies: () => true, run: async () => undefined, idempotent: () => true });
+    assert.equal(runner.idempotent({ hook: 'heal_start' } as MgmtContext), true);
+    runner.register({ name: 'script', applies: () => true, run: async () => undefined });
+    assert.equal(runner.idempotent({ hook: 'heal_start' } as MgmtContext), false);
+    assert.equal(new MgmtRunner().idempotent({ hook: 'heal_start' } as MgmtContext), false, 'no driver: nothing to resume');
   });
 
   it('terminate unregisters every server and drops the settings', async () => {

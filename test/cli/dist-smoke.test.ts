@@ -158,7 +158,7 @@ describe('the built vnfm command (dist)', { timeout: 600_000 }, () => {
       const e = await exited;
       proc = undefined;
       assert.deepEqual(e, { code: 0, signal: null }, `exit after SIGTERM; stderr: ${stderr}`);
-      assert.match(stdout, /"signal":"SIGTERM","msg":"stopping"/);
+      assert.match(stdout, /"signal":"SIGTERM".*"msg":"stopping/);
     } finally {
       proc?.kill('SIGKILL');
       rmSync(dataDir, { recursive: true, force: true });

@@ -11,6 +11,10 @@
  *   not known to be safe to repeat, so the restarted VNFM does NOT resume it; the op goes
  *   FAILED_TEMP saying so, the infra step has not run, and `retry` runs the hook again and
  *   completes the heal.
+ * - Inside the Server Notifier alarm removal of an automatic heal (the Server Notifier sim holds the
+ *   alarm DELETE): that hook is idempotent by construction (a DELETE answered 404 is done), so the
+ *   restarted VNFM resumes it by itself; the repeated DELETE gets 404, the heal COMPLETES and the
+ *   new server is registered exactly once.
  *
  * No sleeps position the kill: the sim's hold says when Heat got the update, the hook's marker
  * file says when the script runs. Timeouts only guard against hangs (the machine may be loaded).
@@ -24,6 +28,7 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
+import { type ServerNotifierSim, startServerNotifierSim } from '../../src/sim/server-notifier/index.ts';
 import { freePort } from '../helpers/app.ts';
 import { ROOT } from '../helpers/packages.ts';
 
@@ -33,6 +38,7 @@ const START_GUARD_MS = 180_000;
 const OP_GUARD_MS = 120_000;
 
 let sim: OpenStackSim;
+let notifier: ServerNotifierSim;
 let work: string;
 let dataDir: string;
 let port: number;
@@ -73,7 +79,8 @@ async function guard<T>(what: string, p: Promise<T>, guardMs = OP_GUARD_MS): Pro
 async function startVnfmProcess(): Promise<void> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'], {
     stdio: ['ignore', 'ignore', 'inherit'],
-    env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0' },
+    // A short packing window: an automatic heal starts soon after its fault notification.
+    env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_FAULT_WINDOW_MS: '100' },
   });
   child = proc;
   let exited = false;
@@ -196,6 +203,7 @@ before(async () => {
   marker = join(work, 'hook-runs');
   release = join(work, 'hook-release');
   sim = await startOpenStackSim({ heatDelayMs: 50 });
+  notifier = await startServerNotifierSim({ openstackUrl: sim.url });
   port = await freePort();
   url = `http://127.0.0.1:${port}`;
   await startVnfmProcess();
@@ -210,6 +218,7 @@ after(async () => {
   // Let a hook script orphaned by the kill finish, and remove the folder the killed VNFM left it in.
   if (release) writeFileSync(release, '');
   if (child) await killVnfm();
+  await notifier?.close();
   await sim?.close();
   if (marker) {
     for (const line of markerRuns()) {
@@ -308,5 +317,66 @@ describe('crash recovery (kill -9)', { timeout: 900_000 }, () => {
     const afterInfo = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo;
     assert.deepEqual(afterInfo.vnfcInfo.map((v: Json) => v.id).sort(), before.vnfcInfo.map((v: Json) => v.id).sort());
     assert.notEqual(resourceOf(afterInfo, target).computeResource.resourceId, oldServer, 'the server was replaced');
+  });
+
+  it('an automatic heal killed inside the Server Notifier alarm removal resumes by itself (404 = done): COMPLETED, each server registered once', async () => {
+    const inst = await api('POST', '/vnflcm/v2/vnf_instances', { vnfdId: vmVnfdId });
+    assert.equal(inst.status, 201, JSON.stringify(inst.body));
+    const id = inst.body.id as string;
+    const ins = await api('POST', `/vnflcm/v2/vnf_instances/${id}/instantiate`, {
+      flavourId: 'simple',
+      vnfConfigurableProperties: { isAutohealEnabled: true },
+      additionalParams: { ServerNotifierUri: notifier.url, ServerNotifierFaultID: ['1234'] },
+    });
+    assert.equal(ins.status, 202, JSON.stringify(ins.body));
+    const occIns = await waitOp(ins.location.split('/').pop() as string, ['COMPLETED', 'FAILED_TEMP', 'ROLLED_BACK', 'FAILED']);
+    assert.equal(occIns.operationState, 'COMPLETED', JSON.stringify(occIns.error));
+    const before = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo;
+    const alarmOf = (r: Json) => r.metadata?.server_notification?.alarmId as string | undefined;
+    for (const r of before.vnfcResourceInfo) assert.ok(alarmOf(r), `VNFC ${r.id} registered`);
+    const target = before.vnfcResourceInfo[0];
+    const oldServer = target.computeResource.resourceId as string;
+    const oldAlarm = alarmOf(target) as string;
+
+    // The server fails: the OpenStack sim tells the Server Notifier, which notifies the VNFM; the
+    // automatic heal's first step removes the server's alarm, and that DELETE is held.
+    const hold = notifier.holdAlarmRequests({ method: 'DELETE', serverId: oldServer });
+    const failed = await fetch(`${sim.url}/_sim/servers/${oldServer}/fail`, { method: 'POST', headers: { 'X-Sim-Admin-Secret': sim.adminSecret, 'content-type': 'application/json' }, body: '{}' });
+    assert.equal(failed.status, 200);
+    const held = await guard('the alarm removal to reach the Server Notifier', hold.reached);
+    assert.equal(held.alarm_id, oldAlarm);
+    const ops = (await api('GET', '/vnflcm/v2/vnf_lcm_op_occs')).body as Json[];
+    const heal = ops.find((o) => o.vnfInstanceId === id && o.operation === 'HEAL');
+    assert.ok(heal, 'an automatic heal was created');
+    assert.equal(heal.isAutomaticInvocation, true);
+    assert.equal(heal.operationState, 'PROCESSING');
+
+    await killVnfm();
+    // The Server Notifier applies the removal the killed VNFM asked for; its answer goes nowhere.
+    hold.release();
+    await until('the held DELETE to be applied', () => notifier.journal().some((e) => e.method === 'DELETE' && e.alarm_id === oldAlarm && e.held_by === hold.id));
+    await startVnfmProcess();
+
+    // A FAILED_TEMP would stay (nothing retries it): reaching COMPLETED proves the automatic resume.
+    const occ = await waitOp(heal.id as string, ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']);
+    assert.equal(occ.operationState, 'COMPLETED', `resumed automatically, not ${occ.operationState}: ${JSON.stringify(occ.error)}`);
+    const deletes = notifier.journal().filter((e) => e.method === 'DELETE' && e.alarm_id === oldAlarm);
+    assert.deepEqual(
+      deletes.map((e) => [e.status, e.held_by]),
+      [
+        [204, hold.id],
+        [404, null],
+      ],
+      'the resumed step repeated the removal and took 404 as done',
+    );
+    const afterInfo = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo;
+    const healed = afterInfo.vnfcResourceInfo.find((r: Json) => r.id === target.id);
+    assert.ok(healed, 'the VNFC keeps its id');
+    const newServer = healed.computeResource.resourceId as string;
+    assert.notEqual(newServer, oldServer, 'the server was replaced');
+    const current = new Set<string>(afterInfo.vnfcResourceInfo.map((r: Json) => r.computeResource.resourceId as string));
+    const mine = notifier.alarms().filter((a) => a.fault_action.includes(`/vnf_instances/${id}/`));
+    assert.deepEqual(mine.map((a) => a.server_id).sort(), [...current].sort(), 'exactly one alarm per current server, none for the old one');
+    assert.equal(alarmOf(healed), mine.find((a) => a.server_id === newServer)?.alarm_id);
   });
 });

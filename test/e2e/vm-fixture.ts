@@ -12,6 +12,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
+import type { ConfigInput } from '../../src/config.ts';
+import type { VnfmPlugin } from '../../src/server.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { STAND_IN_TEMPLATES_DIR } from '../helpers/fixtures.ts';
@@ -153,6 +155,10 @@ export interface VmEnvOptions {
   heatDelayMs?: number;
   /** Package folder. @default samples/vm-basic */
   packageDir?: string;
+  /** Extra VNFM settings (e.g. `runner.stepRetries`). */
+  config?: ConfigInput;
+  /** Extra VNFM plugins (e.g. an OpenStack driver with other HTTP retry settings). */
+  plugins?: VnfmPlugin[];
 }
 
 function credentialsOf(target: VmTarget, sim: OpenStackSim | undefined): Credentials {
@@ -170,7 +176,11 @@ export async function startVmEnv(opts: VmEnvOptions): Promise<VmEnv> {
   const real = opts.target === 'real';
   let vnfm: TestVnfm | undefined;
   try {
-    vnfm = await testVnfm({ listen: true, config: { runner: { pollMs: 100 }, vim: { stackTimeoutMs: real ? 180_000 : 30_000 } } });
+    vnfm = await testVnfm({
+      listen: true,
+      config: { ...(opts.config ?? {}), runner: { pollMs: 100, ...(opts.config?.runner ?? {}) }, vim: { stackTimeoutMs: real ? 180_000 : 30_000, ...(opts.config?.vim ?? {}) } },
+      ...(opts.plugins ? { plugins: opts.plugins } : {}),
+    });
     const v = vnfm;
     sim?.setVnfmUrl(`${v.url}/`);
     const api = async (method: string, path: string, body?: unknown): Promise<Reply> => {

@@ -26,6 +26,8 @@ export class FakeDriver implements InfraDriver {
   readonly failNext = new Set<string>();
   /** Operation name -> promise the call waits for. */
   readonly hold = new Map<string, Promise<void>>();
+  /** Operation name -> errors its next calls throw, one per call (e.g. retryable VIM errors). */
+  readonly errors = new Map<string, unknown[]>();
   readonly calls: string[] = [];
   delayMs = 0;
 
@@ -35,6 +37,8 @@ export class FakeDriver implements InfraDriver {
     const h = this.hold.get(name);
     if (h) await h;
     if (this.failNext.delete(name)) throw Object.assign(new Error(`fake VIM failure in ${name}`), {});
+    const queued = this.errors.get(name);
+    if (queued?.length) throw queued.shift();
   }
 
   private reconcile(ctx: InfraContext): void {

@@ -11,7 +11,7 @@ describe('notification delivery: authentication and API-produced notifications',
 
   before(async () => {
     rx = await startReceiver();
-    vnfm = await notifyVnfm({ config: { notifications: { testCallback: true, timeoutMs: 5000, maxAttempts: 3, backoffMs: 20, maxBackoffMs: 50 } } });
+    vnfm = await notifyVnfm({ config: { notifications: { testCallback: true, timeoutMs: 5000, retryForMs: 3_600_000, backoffMs: 20, maxBackoffMs: 50 } } });
   });
   after(async () => {
     await vnfm?.close();
@@ -110,7 +110,7 @@ describe('notification delivery: authentication and API-produced notifications',
     const vnfdId = `vnfd-${randomUUID()}`;
     const res = await subscribe('v2', { callbackUri: `${rx.url}/slow`, filter: { vnfInstanceSubscriptionFilter: { vnfdIds: [vnfdId] } } });
     assert.equal(res.statusCode, 201, res.body);
-    const impatient = await notifyVnfm({ store: vnfm.store, config: { notifications: { timeoutMs: 300, maxAttempts: 3, backoffMs: 20, maxBackoffMs: 50 } } });
+    const impatient = await notifyVnfm({ store: vnfm.store, config: { notifications: { timeoutMs: 300, retryForMs: 3_600_000, backoffMs: 20, maxBackoffMs: 50 } } });
     try {
       await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(facts({ vnfdId })));
       assert.equal(await impatient.notify.worker.drainOnce(), 1);

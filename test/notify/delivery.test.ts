@@ -11,14 +11,14 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, it } from 'node:test';
-import type { Kysely } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import { DeliveryWorker } from '../../src/notify/delivery.ts';
 import type { Database } from '../../src/store/schema.ts';
 import { describeStores } from '../helpers/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
-import { type NotifyVnfm, type Receiver, V2, facts, notifyVnfm, opEvent, startReceiver, waitFor } from './fixture.ts';
+import { type NotifyVnfm, type Receiver, V2, drainAll, facts, notifyVnfm, opEvent, startReceiver, waitFor } from './fixture.ts';
 
-const CONFIG = { notifications: { testCallback: true, timeoutMs: 5000, maxAttempts: 4, backoffMs: 20, maxBackoffMs: 80 } };
+const CONFIG = { notifications: { testCallback: true, timeoutMs: 5000, retryForMs: 10 * 60_000, backoffMs: 5, maxBackoffMs: 20 } };
 
 await describeStores('notification delivery', (env) => {
   let rx: Receiver;
@@ -97,7 +97,7 @@ await describeStores('notification delivery', (env) => {
     await vnfm.notify.worker.stop();
   });
 
-  it('a failing consumer blocks only its own subscription; after maxAttempts the row is DEAD and the next one is delivered', async () => {
+  it('a failing consumer blocks only its own subscription; DEAD only once it failed for retryForMs, then the next one is delivered', async () => {
     const vnfdId = `vnfd-${randomUUID()}`;
     const inst = facts({ vnfdId });
     const first = opEvent(inst, 'STARTING');
@@ -117,36 +117,50 @@ await describeStores('notification delivery', (env) => {
     assert.equal(r[0]?.status, 'PENDING');
     assert.equal(r[0]?.attempts, 1);
     assert.equal(r[0]?.last_error, 'callback answered HTTP 500');
+    assert.ok(r[0]?.failing_since, 'the failure streak started');
     assert.ok(new Date(r[0]?.next_attempt_at as Date).getTime() > new Date(r[0]?.created_at as Date).getTime(), 'the head was rescheduled');
-    // the flaky subscription's next rows are not sent before its head is settled (two more rounds
-    // make at most 3 attempts of the head, one less than maxAttempts)
+    // the flaky subscription's next rows are not sent before its head is settled
     await vnfm.notify.worker.drainOnce();
     await vnfm.notify.worker.drainOnce();
     assert.equal(rx.posts('/healthy').length, 3, 'the healthy subscription is not held up');
     assert.equal(rx.posts('/flaky').filter((n) => n.vnfLcmOpOccId !== firstOpOcc).length, 0);
 
+    // Many more failed attempts than the old 10-attempt limit: still PENDING (retryForMs is 10 min).
+    vnfm.notify.worker.start();
+    await waitFor(async () => ((await rows(bad))[0]?.attempts ?? 0) >= 12, 30_000, '12 failed attempts');
+    await vnfm.notify.worker.stop();
+    r = await rows(bad);
+    assert.deepEqual(r.map((x) => x.status), ['PENDING', 'PENDING', 'PENDING']);
+    assert.deepEqual(r.slice(1).map((x) => x.attempts), [0, 0], 'the rows behind the failing head wait');
+
+    // 11 minutes of failures pass (the streak start is moved into the past): the next failed attempt gives the head up.
+    await sql`update outbox set failing_since = now() - interval '11 minutes' where id = ${r[0]?.id}`.execute(vnfm.store.db);
     vnfm.notify.worker.start();
     await waitFor(async () => (await rows(bad)).every((x) => x.status !== 'PENDING'), 30_000, 'flaky subscription settled');
     await vnfm.notify.worker.stop();
     r = await rows(bad);
     assert.deepEqual(r.map((x) => x.status), ['DEAD', 'DELIVERED', 'DELIVERED']);
-    assert.equal(r[0]?.attempts, 4);
+    assert.ok((r[0]?.attempts ?? 0) >= 13);
     assert.equal(r[0]?.last_error, 'callback answered HTTP 500');
+    assert.ok(r[0]?.dead_at);
     const flaky = rx.posts('/flaky');
-    assert.equal(flaky.length, 6);
-    assert.deepEqual(flaky.map((n) => n.operationState), ['STARTING', 'STARTING', 'STARTING', 'STARTING', 'PROCESSING', 'COMPLETED']);
+    assert.deepEqual(flaky.slice(-2).map((n) => n.operationState), ['PROCESSING', 'COMPLETED']);
+    assert.ok(flaky.slice(0, -2).every((n) => n.operationState === 'STARTING'));
     assert.equal((await count('dead')) - dead0, 1);
-    assert.equal((await count('failed')) - failed0, 3);
+    assert.equal((await count('failed')) - failed0, (r[0]?.attempts ?? 0) - 1);
+    // given up loudly: one error line naming the row and how to redeliver it
+    const gaveUp = vnfm.logs.map((l) => JSON.parse(l) as Record<string, unknown>).filter((l) => l.outboxId === Number(r[0]?.id) && l.result === 'dead');
+    assert.equal(gaveUp.length, 1);
+    assert.equal(gaveUp[0]?.level, 50, 'logged at error level');
+    assert.match(String(gaveUp[0]?.msg), /redeliver/);
 
-    // the read-only outbox view shows it
+    // the outbox view shows it
     const view = await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications?status=DEAD&subscriptionId=${bad}` });
     assert.equal(view.statusCode, 200, view.body);
     const items = view.json();
     assert.equal(items.length, 1);
     assert.equal(items[0].subscriptionId, bad);
     assert.equal(items[0].notificationType, 'VnfLcmOperationOccurrenceNotification');
-    assert.equal(items[0].status, 'DEAD');
-    assert.equal(items[0].attempts, 4);
     assert.equal(items[0].lastError, 'callback answered HTTP 500');
     const all = await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications?subscriptionId=${good}` });
     assert.deepEqual(all.json().map((x: { status: string }) => x.status), ['DELIVERED', 'DELIVERED', 'DELIVERED']);
@@ -154,6 +168,7 @@ await describeStores('notification delivery', (env) => {
     const metrics = await vnfm.app.inject({ method: 'GET', url: '/metrics' });
     assert.ok(/vnfm_notifications_delivery_total\{result="dead"\} [1-9]/.test(metrics.body), 'dead counter exposed');
     assert.ok(/\nvnfm_notifications_pending 0\n/.test(metrics.body), 'pending gauge is 0');
+    assert.ok(/\nvnfm_notifications_dead [1-9]/.test(metrics.body), 'dead gauge exposed');
   });
 
   it('consumer down, then up: delivered after retries', async () => {
@@ -163,7 +178,7 @@ await describeStores('notification delivery', (env) => {
     assert.equal(res.statusCode, 201);
     const sub = res.json().id as string;
     await other.down();
-    const quick = await notifyVnfm({ store: vnfm.store, config: { notifications: { ...CONFIG.notifications, maxAttempts: 50 } }, pollMs: 20 });
+    const quick = await notifyVnfm({ store: vnfm.store, config: { notifications: { ...CONFIG.notifications } }, pollMs: 20 });
     try {
       const inst = facts({ vnfdId });
       await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'STARTING'));
@@ -180,6 +195,129 @@ await describeStores('notification delivery', (env) => {
     } finally {
       await quick.close();
       await other.close();
+    }
+  });
+
+  it('a subscriber down "10 minutes" (many retries, timestamps moved into the past) receives every notification, in order, once it is back', async () => {
+    const other = await startReceiver();
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const res = await vnfm.app.inject({ method: 'POST', url: '/vnflcm/v2/subscriptions', headers: V2, payload: JSON.stringify({ callbackUri: `${other.url}/cb`, ...only(vnfdId) }) });
+    assert.equal(res.statusCode, 201, res.body);
+    const sub = res.json().id as string;
+    await other.down();
+    // The defaults (retryForMs 24 h), with a back-off small enough to make many attempts quickly.
+    const quick = await notifyVnfm({ store: vnfm.store, config: { notifications: { backoffMs: 2, maxBackoffMs: 10 } }, pollMs: 10 });
+    assert.equal(quick.ctx.config.notifications.retryForMs, 24 * 3_600_000);
+    try {
+      const inst = facts({ vnfdId });
+      const states = ['STARTING', 'PROCESSING', 'COMPLETED', 'STARTING', 'PROCESSING', 'FAILED_TEMP'];
+      for (const st of states) await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, st));
+      const expected = (await rows(sub)).map((r) => r.notification.id);
+      quick.notify.worker.start();
+      await waitFor(async () => ((await rows(sub))[0]?.attempts ?? 0) >= 12, 30_000, '12 failed attempts of the head');
+      // Ten minutes of the outage pass: every timestamp of the subscription's rows moves 10 min back.
+      await quick.notify.worker.stop();
+      await sql`update outbox set created_at = created_at - interval '10 minutes', failing_since = failing_since - interval '10 minutes', next_attempt_at = now() where subscription_id = ${sub}`.execute(vnfm.store.db);
+      const before = (await rows(sub))[0]?.attempts ?? 0;
+      quick.notify.worker.start();
+      await waitFor(async () => ((await rows(sub))[0]?.attempts ?? 0) >= before + 3, 30_000, 'more failed attempts after the 10 minutes');
+      let r = await rows(sub);
+      assert.ok(r.every((x) => x.status === 'PENDING'), `nothing given up: ${r.map((x) => x.status).join(',')}`);
+      assert.deepEqual(r.slice(1).map((x) => x.attempts), [0, 0, 0, 0, 0], 'only the head was tried');
+      assert.equal(r[0]?.last_error, 'connection refused (ECONNREFUSED)');
+
+      await other.up();
+      await waitFor(async () => (await rows(sub)).every((x) => x.status === 'DELIVERED'), 30_000, 'every row DELIVERED');
+      await quick.notify.worker.stop();
+      assert.deepEqual(other.posts('/cb').map((n) => n.id), expected, 'every notification, once, in order');
+      assert.deepEqual(other.posts('/cb').map((n) => n.operationState), states);
+      r = await rows(sub);
+      assert.ok(r.every((x) => x.failing_since === null || x.id === r[0]?.id), 'only the head had a failure streak');
+    } finally {
+      await quick.close();
+      await other.close();
+    }
+  });
+
+  it('dead notifications are listed and redelivered (one, or a whole subscription), with ProblemDetails for 404/409 and no credentials', async () => {
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const secret = 'r3deliver-Secret-pw';
+    let up = false;
+    rx.handlers.set('/dead-basic', (r) => (r.method === 'GET' || up ? 204 : 503));
+    const sub = await subscribe('v2', '/dead-basic', { ...only(vnfdId), authentication: { authType: ['BASIC'], paramsBasic: { userName: 'nfvo', password: secret } } });
+    const inst = facts({ vnfdId });
+    for (const st of ['STARTING', 'PROCESSING', 'COMPLETED']) await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, st));
+    assert.equal(await vnfm.notify.worker.drainOnce() >= 1, true);
+    let r = await rows(sub);
+    assert.equal(r[0]?.attempts, 1);
+    // The subscriber has been failing for 11 minutes (retryForMs is 10): the head is given up at its
+    // next failure, and the rows behind it continue the same streak: one attempt each.
+    await sql`update outbox set failing_since = now() - interval '11 minutes', next_attempt_at = now() where id = ${r[0]?.id}`.execute(vnfm.store.db);
+    const redelivered0 = await count('redelivered');
+    vnfm.notify.worker.start();
+    await waitFor(async () => (await rows(sub)).every((x) => x.status === 'DEAD'), 30_000, 'all three DEAD');
+    await vnfm.notify.worker.stop();
+    r = await rows(sub);
+    assert.deepEqual(r.map((x) => x.attempts), [2, 1, 1]);
+    assert.deepEqual(r.map((x) => new Date(x.failing_since as Date).toISOString()), Array(3).fill(new Date(r[0]?.failing_since as Date).toISOString()), 'one streak');
+    const ids = r.map((x) => String(x.id));
+
+    const list = await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications?subscriptionId=${sub}&state=dead` });
+    assert.equal(list.statusCode, 200, list.body);
+    assert.deepEqual(list.json().map((x: { id: string }) => x.id), [...ids].reverse(), 'newest first');
+    for (const x of list.json()) {
+      assert.equal(x.status, 'DEAD');
+      assert.ok(x.deadAt && x.failingSince);
+      assert.equal(x._links.redeliver.href, `${vnfm.ctx.config.publicUrl}/vnfm/v1/notifications/${x.id}/redeliver`);
+    }
+    assert.deepEqual((await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications?subscriptionId=${sub}&state=DEAD` })).json(), list.json(), 'any case');
+    const one = await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications/${ids[0]}` });
+    assert.equal(one.statusCode, 200);
+    assert.equal(one.json().notification.operationState, 'STARTING', 'the body as it is sent');
+
+    up = true;
+    const single = await vnfm.app.inject({ method: 'POST', url: `/vnfm/v1/notifications/${ids[1]}/redeliver` });
+    assert.equal(single.statusCode, 202, single.body);
+    assert.equal(single.json().status, 'PENDING');
+    const again = await vnfm.app.inject({ method: 'POST', url: `/vnfm/v1/notifications/${ids[1]}/redeliver` });
+    assert.equal(again.statusCode, 409, again.body);
+    assert.match(String(again.headers['content-type']), /^application\/problem\+json/);
+    assert.equal(again.json().type, 'urn:vnfm:error:VNFM_ERR_API_CONFLICT');
+    assert.match(again.json().detail, /is PENDING; only DEAD notifications can be redelivered/);
+    await drainAll(vnfm.notify);
+    assert.deepEqual(rx.posts('/dead-basic').filter((n) => n.subscriptionId === sub).slice(-1).map((n) => n.operationState), ['PROCESSING']);
+    assert.deepEqual((await rows(sub)).map((x) => x.status), ['DEAD', 'DELIVERED', 'DEAD']);
+
+    for (const bad of ['999999999', 'not-a-row']) {
+      const nf = await vnfm.app.inject({ method: 'POST', url: `/vnfm/v1/notifications/${bad}/redeliver` });
+      assert.equal(nf.statusCode, 404, nf.body);
+      assert.equal(nf.json().status, 404);
+      assert.equal((await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications/${bad}` })).statusCode, 404);
+    }
+    const whole = await vnfm.app.inject({ method: 'POST', url: `/vnfm/v1/subscriptions/${sub}/redeliver` });
+    assert.equal(whole.statusCode, 202, whole.body);
+    assert.equal(whole.json().redelivered, 2);
+    assert.deepEqual(whole.json().notifications.map((n: { id: string }) => n.id), [ids[0], ids[2]]);
+    await drainAll(vnfm.notify);
+    assert.deepEqual(rx.posts('/dead-basic').filter((n) => n.subscriptionId === sub).slice(-2).map((n) => n.operationState), ['STARTING', 'COMPLETED'], 'in their original order');
+    assert.deepEqual((await rows(sub)).map((x) => x.status), ['DELIVERED', 'DELIVERED', 'DELIVERED']);
+    assert.equal((await count('redelivered')) - redelivered0, 3);
+    const none = await vnfm.app.inject({ method: 'POST', url: `/vnfm/v1/subscriptions/${sub}/redeliver` });
+    assert.equal(none.statusCode, 409, none.body);
+    const unknown = await vnfm.app.inject({ method: 'POST', url: `/vnfm/v1/subscriptions/${randomUUID()}/redeliver` });
+    assert.equal(unknown.statusCode, 404, unknown.body);
+    assert.equal(unknown.json().type, 'urn:vnfm:error:VNFM_ERR_SUB_NOT_FOUND');
+
+    // A dead row whose subscription was deleted cannot be redelivered (nobody to deliver to).
+    const orphan = await vnfm.store.db.insertInto('outbox').values({ subscription_id: `deleted-${randomUUID()}`, notification: '{}', status: 'DEAD', attempts: 1, next_attempt_at: new Date() }).returning('id').executeTakeFirstOrThrow();
+    const gone = await vnfm.app.inject({ method: 'POST', url: `/vnfm/v1/notifications/${orphan.id}/redeliver` });
+    assert.equal(gone.statusCode, 409, gone.body);
+    assert.match(gone.json().detail, /subscription .* was deleted/);
+
+    for (const body of [list.body, one.body, single.body, whole.body, again.body]) {
+      assert.ok(!body.includes(secret), 'no password');
+      assert.ok(!body.includes(Buffer.from(`nfvo:${secret}`).toString('base64')), 'no Authorization value');
+      assert.ok(!/paramsBasic|auth_secret|authSecret/.test(body), 'no credential fields');
     }
   });
 

@@ -9,7 +9,7 @@ describe('LCCN subscriptions API', { timeout: 120_000 }, () => {
 
   before(async () => {
     rx = await startReceiver();
-    vnfm = await notifyVnfm({ config: { notifications: { testCallback: true, timeoutMs: 2000, maxAttempts: 3, backoffMs: 20, maxBackoffMs: 100 } } });
+    vnfm = await notifyVnfm({ config: { notifications: { testCallback: true, timeoutMs: 2000, retryForMs: 3_600_000, backoffMs: 20, maxBackoffMs: 100 } } });
   });
   after(async () => {
     await vnfm?.close();

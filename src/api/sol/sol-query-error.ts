@@ -7,7 +7,8 @@ export type SolQueryParameter =
   | 'fields'
   | 'exclude_fields'
   | 'exclude_default'
-  | 'nextpage_opaque_marker';
+  | 'nextpage_opaque_marker'
+  | 'limit';
 
 /**
  * A malformed SOL013 query (attribute filter, attribute selector or paging marker).

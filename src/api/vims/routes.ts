@@ -7,6 +7,7 @@ import { Type } from 'typebox';
 import type { VimInput } from '../../vims/vim-registry.ts';
 import { vimToApi } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../context.ts';
+import { parseLimit } from '../sol/sql-list.ts';
 
 const Obj = Type.Record(Type.String(), Type.Unknown());
 const VimBody = (required: boolean) =>
@@ -74,7 +75,14 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
           reply.code(201);
           return { vim: vimToApi(v) };
         });
-        r.get(collection, { schema: { tags: ['vims'] } }, async (req) => ({ vims: listQuery((await ctx.vims.list()).map(vimToApi), (req.query ?? {}) as Record<string, string | string[] | undefined>) }));
+        r.get(collection, { schema: { tags: ['vims'] } }, async (req) => {
+          const query = (req.query ?? {}) as Record<string, string | string[] | undefined>;
+          // the uniform list `limit` rule (docs/api.md); the legacy VIM list has no paging, so
+          // `limit` only caps the answer (VIMs are few; this list stays in memory)
+          const limit = parseLimit(query, 0);
+          const vims = listQuery((await ctx.vims.list()).map(vimToApi), query);
+          return { vims: limit > 0 ? vims.slice(0, limit) : vims };
+        });
       }
       r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: vimToApi(await ctx.vims.get(idOf(req))) }));
       r.put('/vims/:id', { schema: { params: IdParams, body: VimBody(false), tags: ['vims'] } }, async (req) => ({

@@ -79,6 +79,9 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
     links.fail = { href: `${self}/fail` };
   }
   if (v === 'v1' && (o.operationState === 'PROCESSING' || o.operationState === 'STARTING')) links.cancel = { href: `${self}/cancel` };
+  // Vendor attribute (not in SOL002/003; ETSI's definitions allow extra attributes): present only
+  // while a step waits for its automatic retry. The op keeps its SOL state (e.g. PROCESSING).
+  const retry = o.pending !== null && o.nextAttemptAt !== null ? (o.ctx.retry as { step?: string; attempts?: number; maxAttempts?: number; lastError?: unknown } | undefined) : undefined;
   return defined({
     id: o.id,
     operationState: o.operationState,
@@ -94,6 +97,9 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
     error: o.error ?? undefined,
     resourceChanges: (v === 'v1' ? resourceChangesToV1(o.resourceChanges) : o.resourceChanges) ?? undefined,
     changedInfo: o.changedInfo ?? undefined,
+    vnfmRetry: retry
+      ? { step: retry.step, failedAttempts: retry.attempts, maxAttempts: retry.maxAttempts, nextAttemptTime: (o.nextAttemptAt as Date).toISOString(), lastError: retry.lastError }
+      : undefined,
     _links: links,
   });
 }
@@ -110,4 +116,4 @@ export function resourceChangesToV1(rc: Record<string, unknown> | null): Record<
 /** Attributes excluded by default in list responses (SOL013 exclude_default). */
 export const INSTANCE_DEFAULT_EXCLUDED = ['vnfConfigurableProperties', 'vimConnectionInfo', 'instantiatedVnfInfo', 'metadata', 'extensions'];
 /** Attributes excluded by default in op occ list responses. */
-export const OPOCC_DEFAULT_EXCLUDED = ['operationParams', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity'];
+export const OPOCC_DEFAULT_EXCLUDED = ['operationParams', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity', 'vnfmRetry'];

@@ -62,21 +62,23 @@ export function lcmRoutes(ctx: AppContext, lcm: LcmService) {
     const id = (req: { params: unknown }) => (req.params as { id: string }).id;
     const body = (req: { body: unknown }) => (req.body ?? {}) as Record<string, unknown>;
     const tags = [`vnflcm ${v}`];
+    // task resources take no body (cancel: an optional one); many NFVOs still send Content-Type: application/json with it empty
+    const taskConfig = { emptyBody: true };
     r.post('/vnf_instances/:id/instantiate', { schema: { params: IdParams, body: InstantiateSchema(v), tags } }, async (req, reply) => accepted(reply, (await lcm.instantiate(id(req), body(req), v)).id));
     r.post('/vnf_instances/:id/terminate', { schema: { params: IdParams, body: TerminateSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.terminate(id(req), body(req), v)).id));
     r.post('/vnf_instances/:id/scale', { schema: { params: IdParams, body: ScaleSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.scale(id(req), body(req), v)).id));
     r.post('/vnf_instances/:id/heal', { schema: { params: IdParams, body: HealSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.heal(id(req), body(req), v)).id));
-    r.post('/vnf_lcm_op_occs/:id/retry', { schema: { params: IdParams, tags } }, async (req, reply) => {
+    r.post('/vnf_lcm_op_occs/:id/retry', { schema: { params: IdParams, tags }, config: taskConfig }, async (req, reply) => {
       await lcm.retry(id(req));
       return reply.code(202).send();
     });
-    r.post('/vnf_lcm_op_occs/:id/rollback', { schema: { params: IdParams, tags } }, async (req, reply) => {
+    r.post('/vnf_lcm_op_occs/:id/rollback', { schema: { params: IdParams, tags }, config: taskConfig }, async (req, reply) => {
       await lcm.rollback(id(req));
       return reply.code(202).send();
     });
-    r.post('/vnf_lcm_op_occs/:id/fail', { schema: { params: IdParams, tags } }, async (req) => opOccToApi(await lcm.fail(id(req)), v, ctx.config.publicUrl));
+    r.post('/vnf_lcm_op_occs/:id/fail', { schema: { params: IdParams, tags }, config: taskConfig }, async (req) => opOccToApi(await lcm.fail(id(req)), v, ctx.config.publicUrl));
     if (v === 'v1') {
-      r.post('/vnf_lcm_op_occs/:id/cancel', { schema: { params: IdParams, body: CancelSchema, tags } }, async (req, reply) => {
+      r.post('/vnf_lcm_op_occs/:id/cancel', { schema: { params: IdParams, body: CancelSchema, tags }, config: taskConfig }, async (req, reply) => {
         await lcm.cancel(id(req), (body(req).cancelMode as string) ?? 'GRACEFUL');
         return reply.code(202).send();
       });

@@ -5,10 +5,11 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { vnfmError } from '../../errors.ts';
 import type { CreateInstanceInput, ModifyInstanceInput } from '../../lcm/instance-service.ts';
-import { getOpOcc, listOpOccs } from '../../lcm/op-occ-repo.ts';
+import { getOpOcc } from '../../lcm/op-occ-repo.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../context.ts';
-import { sendList } from '../sol/list.ts';
+import { sendSqlList } from '../sol/sql-list.ts';
+import { instanceListSpec, opOccListSpec } from './list-specs.ts';
 import { type ApiVersion, INSTANCE_DEFAULT_EXCLUDED, OPOCC_DEFAULT_EXCLUDED, instanceToApi, opOccToApi } from './converters.ts';
 import { IdParams, createVnfRequestSchema, modifyVnfRequestSchema } from './schemas.ts';
 
@@ -16,7 +17,7 @@ import { IdParams, createVnfRequestSchema, modifyVnfRequestSchema } from './sche
 export const API_VERSIONS: Record<ApiVersion, string> = { v1: '1.3.0', v2: '2.0.0' };
 
 const INSTANCE_ATTRS = ['id', 'vnfInstanceName', 'vnfInstanceDescription', 'vnfdId', 'vnfProvider', 'vnfProductName', 'vnfSoftwareVersion', 'vnfdVersion', 'vnfPkgId', 'vnfConfigurableProperties', 'vimConnectionInfo', 'instantiationState', 'instantiatedVnfInfo', 'metadata', 'extensions', '_links'];
-const OPOCC_ATTRS = ['id', 'operationState', 'stateEnteredTime', 'startTime', 'vnfInstanceId', 'grantId', 'operation', 'isAutomaticInvocation', 'operationParams', 'isCancelPending', 'cancelMode', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity', '_links'];
+const OPOCC_ATTRS = ['id', 'operationState', 'stateEnteredTime', 'startTime', 'vnfInstanceId', 'grantId', 'operation', 'isAutomaticInvocation', 'operationParams', 'isCancelPending', 'cancelMode', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity', 'vnfmRetry', '_links'];
 
 /** Checks the SOL `Version` header of v2 requests: missing 400, unsupported 406. */
 export function checkVersionHeader(req: FastifyRequest): void {
@@ -65,8 +66,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
       });
 
       r.get('/vnf_instances', { schema: { tags: [`vnflcm ${v}`] } }, async (req, reply) => {
-        const items = (await ctx.instances.list()).map((i) => instanceToApi(i, v, ctx.config.publicUrl));
-        return sendList(req, reply, items, { defaultExcluded: INSTANCE_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_instances`, knownAttributes: INSTANCE_ATTRS });
+        return sendSqlList(req, reply, ctx.store.db, instanceListSpec(v, ctx.config.publicUrl), { defaultExcluded: INSTANCE_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_instances`, knownAttributes: INSTANCE_ATTRS });
       });
 
       r.get('/vnf_instances/:id', { schema: { params: IdParams, tags: [`vnflcm ${v}`] } }, async (req) => {
@@ -104,8 +104,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
       });
 
       r.get('/vnf_lcm_op_occs', { schema: { tags: [`vnflcm ${v}`] } }, async (req, reply) => {
-        const items = (await listOpOccs(ctx.store.db)).map((o) => opOccToApi(o, v, ctx.config.publicUrl));
-        return sendList(req, reply, items, { defaultExcluded: OPOCC_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_lcm_op_occs`, knownAttributes: OPOCC_ATTRS });
+        return sendSqlList(req, reply, ctx.store.db, opOccListSpec(v, ctx.config.publicUrl), { defaultExcluded: OPOCC_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_lcm_op_occs`, knownAttributes: OPOCC_ATTRS });
       });
 
       r.get('/vnf_lcm_op_occs/:id', { schema: { params: IdParams, tags: [`vnflcm ${v}`] } }, async (req) => {

@@ -1,15 +1,20 @@
 /**
- * HTTP side of notifications: the SOL `/subscriptions` resources inside each VNF LCM facade, a
- * read-only view of the outbox for operators (`/vnfm/v1/notifications`), and the one-call wiring
- * ({@link setupNotifications}) that start-up code and tests use.
+ * HTTP side of notifications: the SOL `/subscriptions` resources inside each VNF LCM facade, the
+ * operator's view of the outbox (`/vnfm/v1/notifications`: list, one row, redelivery of DEAD rows
+ * one by one or per subscription), and the one-call wiring ({@link setupNotifications}) that
+ * start-up code and tests use. Subscription credentials never appear in these answers.
  */
 import type { FastifyInstance } from 'fastify';
+import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
 import { vnfmError } from '../../errors.ts';
 import { DeliveryWorker, OUTBOX_STATUS } from '../../notify/delivery.ts';
 import { type SubscriptionApiVersion, type SubscriptionRecord, SubscriptionService, lccnSubscriptionRequestSchema } from '../../notify/subscriptions.ts';
+import type { OutboxTable } from '../../store/schema.ts';
 import type { AppContext } from '../context.ts';
-import { sendList } from '../sol/list.ts';
+import { sql } from 'kysely';
+import { subscriptionFromRow } from '../../notify/subscriptions.ts';
+import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
 import { IdParams } from './schemas.ts';
 
 const SUBSCRIPTION_ATTRS = ['id', 'filter', 'callbackUri', 'verbosity', '_links'];
@@ -22,6 +27,25 @@ export function subscriptionToApi(s: SubscriptionRecord, v: SubscriptionApiVersi
     callbackUri: s.callbackUri,
     ...(v === 'v2' ? { verbosity: s.verbosity } : {}),
     _links: { self: { href: `${publicUrl}/vnflcm/${v}/subscriptions/${s.id}` } },
+  };
+}
+
+/** `/vnflcm/{v}/subscriptions` listed in SQL (src/api/sol/sql-list.ts), oldest first; credentials are never read. */
+export function subscriptionListSpec(v: SubscriptionApiVersion, publicUrl: string): SqlListSpec {
+  return {
+    collection: `vnflcm/${v}/subscriptions`,
+    table: 'subscription',
+    orderColumn: 'created_at',
+    orderDir: 'asc',
+    columns: ['id', 'api_version', 'callback_uri', 'filter', 'verbosity', 'auth_types', 'created_at'],
+    attrs: {
+      id: { column: 'id', type: 'text' },
+      callbackUri: { column: 'callback_uri', type: 'text' },
+      ...(v === 'v2' ? { verbosity: { column: 'verbosity', type: 'text' } as const } : {}),
+    },
+    presence: { filter: sql<boolean>`coalesce(jsonb_typeof(filter), 'null') <> 'null'`, ...(v === 'v1' ? { verbosity: sql<boolean>`false` } : {}) },
+    where: [sql<boolean>`api_version = ${v}`],
+    toApi: (row) => subscriptionToApi(subscriptionFromRow(row as never), v, publicUrl),
   };
 }
 
@@ -42,8 +66,7 @@ export async function registerSubscriptionRoutes(r: FastifyInstance, ctx: AppCon
   });
 
   r.get('/subscriptions', { schema: { tags } }, async (req, reply) => {
-    const items = (await ctx.subscriptions.list(v)).map((s) => subscriptionToApi(s, v, ctx.config.publicUrl));
-    return sendList(req, reply, items, { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: base(), knownAttributes: SUBSCRIPTION_ATTRS });
+    return sendSqlList(req, reply, ctx.store.db, subscriptionListSpec(v, ctx.config.publicUrl), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: base(), knownAttributes: SUBSCRIPTION_ATTRS });
   });
 
   r.get('/subscriptions/:id', { schema: { params: IdParams, tags } }, async (req) => {
@@ -63,45 +86,102 @@ export function subscriptionLcmRoutes(ctx: AppContext & { subscriptions: Subscri
   return (r, v) => registerSubscriptionRoutes(r, ctx, v);
 }
 
+const STATUS_VALUES = [OUTBOX_STATUS.PENDING, OUTBOX_STATUS.DELIVERED, OUTBOX_STATUS.DEAD];
 const OutboxQuery = Type.Object(
   {
-    status: Type.Optional(Type.Enum([OUTBOX_STATUS.PENDING, OUTBOX_STATUS.DELIVERED, OUTBOX_STATUS.DEAD])),
+    status: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
+    /** Alias of `status`: `state=dead`. */
+    state: Type.Optional(Type.String({ minLength: 1, maxLength: 32 })),
     subscriptionId: Type.Optional(Type.String({ minLength: 1, maxLength: 255 })),
     limit: Type.Optional(Type.String({ pattern: '^[0-9]{1,6}$' })),
   },
   { additionalProperties: false },
 );
+const RowParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
+
+const OUTBOX_COLUMNS = ['id', 'subscription_id', 'notification', 'status', 'attempts', 'last_error', 'next_attempt_at', 'failing_since', 'dead_at', 'created_at', 'delivered_at'] as const;
+type OutboxRow = Pick<Selectable<OutboxTable>, (typeof OUTBOX_COLUMNS)[number]>;
+
+const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
+
+/** The operator's view of one outbox row (`withBody`: the notification as sent). */
+function outboxView(r: OutboxRow, publicUrl: string, withBody = false): Record<string, unknown> {
+  const self = `${publicUrl}/vnfm/v1/notifications/${r.id}`;
+  return {
+    id: String(r.id),
+    subscriptionId: r.subscription_id,
+    notificationId: r.notification.id ?? null,
+    notificationType: r.notification.notificationType ?? null,
+    status: r.status,
+    attempts: r.attempts,
+    lastError: r.last_error,
+    nextAttemptAt: r.status === OUTBOX_STATUS.PENDING ? iso(r.next_attempt_at) : null,
+    failingSince: r.status === OUTBOX_STATUS.DELIVERED ? null : iso(r.failing_since),
+    deadAt: iso(r.dead_at),
+    createdAt: iso(r.created_at),
+    deliveredAt: iso(r.delivered_at),
+    ...(withBody ? { notification: r.notification } : {}),
+    _links: { self: { href: self }, ...(r.status === OUTBOX_STATUS.DEAD ? { redeliver: { href: `${self}/redeliver` } } : {}) },
+  };
+}
+
+/** An outbox row id from the path, or undefined when it cannot be one (then: 404). */
+function rowId(raw: string): number | undefined {
+  return /^[0-9]{1,15}$/.test(raw) ? Number(raw) : undefined;
+}
 
 /**
- * `GET /vnfm/v1/notifications` (product extension, read-only): the outbox rows, newest first, so
- * an operator can see what is waiting, what was delivered and why a notification died. Query:
- * `status` (PENDING | DELIVERED | DEAD), `subscriptionId`, `limit` (default 1000, max 10000).
+ * The operator's outbox API (product extension, `/vnfm/v1`):
+ * - `GET /vnfm/v1/notifications`: rows, newest first. Query `status` or `state` (PENDING |
+ *   DELIVERED | DEAD, any case), `subscriptionId`, `limit` (default 1000, max 10000).
+ * - `GET /vnfm/v1/notifications/{id}`: one row with the notification body.
+ * - `POST /vnfm/v1/notifications/{id}/redeliver`: a DEAD row back to PENDING (202); 404 unknown,
+ *   409 not DEAD (or its subscription was deleted).
+ * - `POST /vnfm/v1/subscriptions/{id}/redeliver`: every DEAD row of a subscription (202); 404
+ *   unknown subscription, 409 nothing DEAD.
  */
-export async function registerOutboxRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
-  app.get('/vnfm/v1/notifications', { schema: { querystring: OutboxQuery, tags: ['vnfm'] } }, async (req) => {
-    const q = req.query as { status?: string; subscriptionId?: string; limit?: string };
+export async function registerOutboxRoutes(app: FastifyInstance, ctx: AppContext, worker: DeliveryWorker): Promise<void> {
+  const getRow = async (id: number): Promise<OutboxRow | undefined> => ctx.store.db.selectFrom('outbox').select([...OUTBOX_COLUMNS]).where('id', '=', id).executeTakeFirst();
+  const notFound = (raw: string) => vnfmError('VNFM_ERR_API_NOT_FOUND', `notification ${raw} not found in the outbox`);
+
+  app.get('/vnfm/v1/notifications', { schema: { querystring: OutboxQuery, tags: ['vnfm'], summary: 'Notification outbox (newest first); state=dead lists what was given up' } }, async (req) => {
+    const q = req.query as { status?: string; state?: string; subscriptionId?: string; limit?: string };
     const limit = q.limit === undefined ? 1000 : Number(q.limit);
     if (limit < 1 || limit > 10_000) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'limit must be between 1 and 10000');
-    let query = ctx.store.db
-      .selectFrom('outbox')
-      .select(['id', 'subscription_id', 'notification', 'status', 'attempts', 'last_error', 'next_attempt_at', 'created_at', 'delivered_at'])
-      .orderBy('id', 'desc')
-      .limit(limit);
-    if (q.status) query = query.where('status', '=', q.status);
+    const wanted = (q.status ?? q.state)?.toUpperCase();
+    if (q.status && q.state && q.status.toUpperCase() !== q.state.toUpperCase()) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'status and state are the same filter; give one');
+    if (wanted !== undefined && !STATUS_VALUES.includes(wanted as (typeof STATUS_VALUES)[number])) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `${q.status !== undefined ? 'status' : 'state'} must be one of pending, delivered, dead (any case)`);
+    let query = ctx.store.db.selectFrom('outbox').select([...OUTBOX_COLUMNS]).orderBy('id', 'desc').limit(limit);
+    if (wanted) query = query.where('status', '=', wanted);
     if (q.subscriptionId) query = query.where('subscription_id', '=', q.subscriptionId);
-    const rows = await query.execute();
-    return rows.map((r) => ({
-      id: String(r.id),
-      subscriptionId: r.subscription_id,
-      notificationId: r.notification.id ?? null,
-      notificationType: r.notification.notificationType ?? null,
-      status: r.status,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      nextAttemptAt: r.status === OUTBOX_STATUS.PENDING ? new Date(r.next_attempt_at).toISOString() : null,
-      createdAt: new Date(r.created_at).toISOString(),
-      deliveredAt: r.delivered_at ? new Date(r.delivered_at).toISOString() : null,
-    }));
+    return (await query.execute()).map((r) => outboxView(r, ctx.config.publicUrl));
+  });
+
+  app.get('/vnfm/v1/notifications/:id', { schema: { params: RowParams, tags: ['vnfm'], summary: 'One outbox row, with the notification as sent' } }, async (req) => {
+    const raw = (req.params as { id: string }).id;
+    const id = rowId(raw);
+    const row = id === undefined ? undefined : await getRow(id);
+    if (!row) throw notFound(raw);
+    return outboxView(row, ctx.config.publicUrl, true);
+  });
+
+  app.post('/vnfm/v1/notifications/:id/redeliver', { schema: { params: RowParams, tags: ['vnfm'], summary: 'Deliver a DEAD notification again (it goes first in its subscription queue)' } }, async (req, reply) => {
+    const raw = (req.params as { id: string }).id;
+    const id = rowId(raw);
+    if (id === undefined) throw notFound(raw);
+    await worker.redeliver(id);
+    req.log.info({ outboxId: id }, 'dead notification redelivered by operator');
+    const row = await getRow(id);
+    reply.code(202);
+    return row ? outboxView(row, ctx.config.publicUrl) : {};
+  });
+
+  app.post('/vnfm/v1/subscriptions/:id/redeliver', { schema: { params: RowParams, tags: ['vnfm'], summary: 'Deliver every DEAD notification of a subscription again, in their order' } }, async (req, reply) => {
+    const subscriptionId = (req.params as { id: string }).id;
+    const ids = await worker.redeliverSubscription(subscriptionId);
+    req.log.info({ subscriptionId, rows: ids.length }, 'dead notifications of a subscription redelivered by operator');
+    reply.code(202);
+    return { subscriptionId, redelivered: ids.length, notifications: ids.map((i) => ({ id: String(i), _links: { self: { href: `${ctx.config.publicUrl}/vnfm/v1/notifications/${i}` } } })) };
   });
 }
 
@@ -123,6 +203,6 @@ export function setupNotifications(ctx: AppContext, opts: { concurrency?: number
   ctx.lcmRoutes ??= [];
   ctx.extraRoutes ??= [];
   ctx.lcmRoutes.push(subscriptionLcmRoutes(withSubs));
-  ctx.extraRoutes.push((app) => registerOutboxRoutes(app, ctx));
+  ctx.extraRoutes.push((app) => registerOutboxRoutes(app, ctx, worker));
   return { subscriptions, worker };
 }

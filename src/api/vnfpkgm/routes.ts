@@ -4,11 +4,12 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { zipSync } from 'fflate';
+import { sql } from 'kysely';
 import { Type } from 'typebox';
-import { vnfmError } from '../../errors.ts';
+import { VnfmError, vnfmError } from '../../errors.ts';
 import type { PackageRecord } from '../../packages/package-service.ts';
 import type { AppContext } from '../context.ts';
-import { sendList } from '../sol/list.ts';
+import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
 
 /** VnfPkgInfo body. */
 export function packageToApi(p: PackageRecord, publicUrl: string): Record<string, unknown> {
@@ -25,6 +26,57 @@ export function packageToApi(p: PackageRecord, publicUrl: string): Record<string
   if (p.onboardingState === 'ERROR' && p.onboardingError) body.onboardingFailureDetails = { title: 'Onboarding failed', status: 422, detail: p.onboardingError };
   body._links = { self: { href: self }, ...(p.vnfdId ? { vnfd: { href: `${self}/vnfd` } } : {}), packageContent: { href: `${self}/package_content` } };
   return body;
+}
+
+const PKG_LIST_COLUMNS = ['id', 'onboarding_state', 'operational_state', 'usage_state', 'vnfd_id', 'vnf_provider', 'vnf_product_name', 'vnf_software_version', 'vnfd_version', 'checksum', 'user_defined_data', 'onboarding_error', 'created_at'];
+
+/**
+ * `/vnfpkgm/v1/vnf_packages` listed in SQL (src/api/sol/sql-list.ts), oldest first. The parsed
+ * VNFD and the CSAR content are never read for a list.
+ */
+export function packageListSpec(publicUrl: string): SqlListSpec {
+  return {
+    collection: 'vnfpkgm/v1/vnf_packages',
+    table: 'vnf_package',
+    orderColumn: 'created_at',
+    orderDir: 'asc',
+    columns: PKG_LIST_COLUMNS,
+    attrs: {
+      id: { column: 'id', type: 'text' },
+      vnfdId: { column: 'vnfd_id', type: 'text' },
+      onboardingState: { column: 'onboarding_state', type: 'text' },
+      operationalState: { column: 'operational_state', type: 'text' },
+      usageState: { column: 'usage_state', type: 'text' },
+      vnfProvider: { column: 'vnf_provider', type: 'text' },
+      vnfProductName: { column: 'vnf_product_name', type: 'text' },
+      vnfSoftwareVersion: { column: 'vnf_software_version', type: 'text' },
+      vnfdVersion: { column: 'vnfd_version', type: 'text' },
+    },
+    // the VNFD-derived attributes are shown only when the package has a vnfdId (the in-memory
+    // re-check of every row keeps the column conditions exact)
+    where: [],
+    presence: { checksum: sql<boolean>`checksum is not null and jsonb_typeof(checksum) <> 'null'`, onboardingFailureDetails: sql<boolean>`onboarding_state = 'ERROR' and onboarding_error is not null` },
+    toApi: (r) =>
+      packageToApi(
+        {
+          id: r.id as string,
+          onboardingState: r.onboarding_state as PackageRecord['onboardingState'],
+          operationalState: r.operational_state as PackageRecord['operationalState'],
+          usageState: r.usage_state as PackageRecord['usageState'],
+          vnfdId: r.vnfd_id as string | null,
+          vnfProvider: r.vnf_provider as string | null,
+          vnfProductName: r.vnf_product_name as string | null,
+          vnfSoftwareVersion: r.vnf_software_version as string | null,
+          vnfdVersion: r.vnfd_version as string | null,
+          checksum: r.checksum as PackageRecord['checksum'],
+          userDefinedData: (r.user_defined_data ?? {}) as Record<string, unknown>,
+          vnfd: null,
+          onboardingError: r.onboarding_error as string | null,
+          createdAt: new Date(r.created_at as string),
+        },
+        publicUrl,
+      ),
+  };
 }
 
 /** Extracts the first file of a multipart/form-data body. */
@@ -72,8 +124,7 @@ export async function registerVnfpkgmRoutes(app: FastifyInstance, ctx: AppContex
         return packageToApi(p, ctx.config.publicUrl);
       });
       r.get('/vnf_packages', { schema: { tags: ['vnfpkgm'] } }, async (req, reply) => {
-        const items = (await ctx.packages.list()).map((p) => packageToApi(p, ctx.config.publicUrl));
-        return sendList(req, reply, items, { defaultExcluded: ['softwareImages', 'additionalArtifacts', 'userDefinedData', 'checksum', 'onboardingFailureDetails'], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnfpkgm/v1/vnf_packages`, knownAttributes: PKG_ATTRS });
+        return sendSqlList(req, reply, ctx.store.db, packageListSpec(ctx.config.publicUrl), { defaultExcluded: ['softwareImages', 'additionalArtifacts', 'userDefinedData', 'checksum', 'onboardingFailureDetails'], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnfpkgm/v1/vnf_packages`, knownAttributes: PKG_ATTRS });
       });
       r.get('/vnf_packages/:id', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req) => packageToApi(await ctx.packages.get((req.params as { id: string }).id), ctx.config.publicUrl));
       r.patch(
@@ -91,13 +142,33 @@ export async function registerVnfpkgmRoutes(app: FastifyInstance, ctx: AppContex
         await ctx.packages.delete((req.params as { id: string }).id);
         return reply.code(204).send();
       });
-      r.put('/vnf_packages/:id/package_content', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => {
-        const ct = String(req.headers['content-type'] ?? '');
-        if (!Buffer.isBuffer(req.body)) throw vnfmError('VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE', 'package content must be sent as application/zip (or multipart/form-data with one file)');
-        const zip = ct.startsWith('multipart/form-data') ? firstMultipartFile(req.body, ct) : req.body;
-        await ctx.packages.upload((req.params as { id: string }).id, zip);
-        return reply.code(202).send();
-      });
+      // Beyond packages.maxConcurrentOnboardings: 503 + Retry-After, checked before the body is
+      // read (onRequest) and again, atomically, when the upload is stored.
+      const busy = (reply: FastifyReply): Error => {
+        reply.header('retry-after', String(ctx.packages.limits.busyRetryAfterSeconds));
+        return ctx.packages.busyError();
+      };
+      r.put(
+        '/vnf_packages/:id/package_content',
+        {
+          schema: { params: IdParams, tags: ['vnfpkgm'] },
+          onRequest: async (_req, reply) => {
+            if (!ctx.packages.hasOnboardingCapacity()) throw busy(reply);
+          },
+        },
+        async (req, reply) => {
+          const ct = String(req.headers['content-type'] ?? '');
+          if (!Buffer.isBuffer(req.body)) throw vnfmError('VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE', 'package content must be sent as application/zip (or multipart/form-data with one file)');
+          const zip = ct.startsWith('multipart/form-data') ? firstMultipartFile(req.body, ct) : req.body;
+          try {
+            await ctx.packages.upload((req.params as { id: string }).id, zip);
+          } catch (e) {
+            if (e instanceof VnfmError && e.code === 'VNFM_ERR_PKG_BUSY') throw busy(reply);
+            throw e;
+          }
+          return reply.code(202).send();
+        },
+      );
       r.get('/vnf_packages/:id/package_content', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendContent((req.params as { id: string }).id, reply));
       r.get('/vnf_packages/:id/vnfd', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req, reply) => sendVnfd((req.params as { id: string }).id, req, reply));
       r.get('/onboarded_vnf_packages/:id', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req) => packageToApi(await ctx.packages.getOnboardedByVnfdId((req.params as { id: string }).id), ctx.config.publicUrl));

@@ -16,6 +16,7 @@
  * - A connection built from a SOL `VimConnection` (endpoint, bearer token, CA certificate), never
  *   from a kubeconfig file on the VNFM host.
  */
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ApiException,
@@ -28,7 +29,7 @@ import {
   ServerConfiguration,
   Watch,
 } from '@kubernetes/client-node';
-import { vnfmError } from '../../errors.ts';
+import { parseRetryAfter, vnfmError } from '../../errors.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import { KUBE_RETRY_STATUSES, KubeApiError } from './kube-error.ts';
 
@@ -152,6 +153,18 @@ function statusOf(body: unknown): { reason?: string; message?: string } {
   return {};
 }
 
+/** The op's abort signal of the call in progress (read by the request middleware). */
+const callSignal = new AsyncLocalStorage<AbortSignal | undefined>();
+
+/** `Retry-After` of an API answer, in ms. */
+function retryAfterOf(headers: unknown): number | undefined {
+  if (headers === null || typeof headers !== 'object') return undefined;
+  for (const [k, v] of Object.entries(headers as Record<string, unknown>)) {
+    if (k.toLowerCase() === 'retry-after') return parseRetryAfter(Array.isArray(v) ? String(v[0]) : String(v));
+  }
+  return undefined;
+}
+
 function pemToCaData(pem: string): string {
   return pem.includes('-----BEGIN') ? Buffer.from(pem, 'utf8').toString('base64') : pem.replace(/\s+/g, '');
 }
@@ -167,6 +180,8 @@ export class KubeClient {
   private readonly onRetry: KubeClientOptions['onRetry'];
   /** API server URL (no credentials), for messages. */
   readonly server: string;
+  /** Cancels every call and wait made through this view (see {@link withSignal}). */
+  protected boundSignal: AbortSignal | undefined;
 
   constructor(kc: KubeConfig, options: KubeClientOptions = {}) {
     const cluster = kc.getCurrentCluster();
@@ -184,7 +199,8 @@ export class KubeClient {
       promiseMiddleware: [
         {
           pre: async (ctx) => {
-            ctx.setSignal(AbortSignal.timeout(timeoutMs));
+            const op = callSignal.getStore();
+            ctx.setSignal(op === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([AbortSignal.timeout(timeoutMs), op]));
             return ctx;
           },
           post: async (res) => res,
@@ -223,24 +239,55 @@ export class KubeClient {
     return new KubeClient(kc, options);
   }
 
+  /**
+   * The same client (same connection, caches and retry settings) whose calls and watches are
+   * cancelled by `signal` (the op's: lease lost, shutdown). A cancelled call throws a terminal
+   * {@link KubeApiError} and is never retried.
+   */
+  withSignal(signal: AbortSignal | undefined): KubeClient {
+    if (signal === this.boundSignal) return this;
+    const view = Object.create(this) as KubeClient;
+    view.boundSignal = signal;
+    return view;
+  }
+
+  /** The signal of this view, if any (waits stop on it). */
+  get signal(): AbortSignal | undefined {
+    return this.boundSignal;
+  }
+
   private delay(retry: number): number {
     const cap = Math.min(this.maxDelayMs, this.baseDelayMs * 2 ** Math.max(0, retry - 1));
     return Math.round(cap / 2 + this.random() * (cap / 2));
   }
 
-  /** Runs `fn`, retrying transient failures; maps every failure to a {@link KubeApiError}. */
+  private cancelled(op: string, cause?: unknown): KubeApiError {
+    return new KubeApiError({ detail: `Kubernetes API ${op} at ${this.server}: cancelled`, retryable: false, ...(cause === undefined ? {} : { cause }) });
+  }
+
+  /**
+   * Runs `fn`, retrying transient failures (a `Retry-After` raises the delay, within
+   * `maxDelayMs`); maps every failure to a {@link KubeApiError}.
+   */
   private async call<T>(op: string, fn: () => Promise<T>): Promise<T> {
+    const signal = this.boundSignal;
     for (let attempt = 1; ; attempt++) {
+      if (signal?.aborted) throw this.cancelled(op, signal.reason);
       let err: KubeApiError;
       try {
-        return await fn();
+        return await callSignal.run(signal, fn);
       } catch (e) {
+        if (signal?.aborted) throw this.cancelled(op, e);
         err = this.toError(op, e, attempt);
       }
       if (!err.retryable || attempt >= this.attempts) throw err;
-      const delayMs = this.delay(attempt);
+      const delayMs = Math.max(this.delay(attempt), Math.min(this.maxDelayMs, err.retryAfterMs ?? 0));
       this.onRetry?.({ op, attempt, delayMs, reason: err.status === undefined ? (errorCode(err.cause) ?? 'connection') : String(err.status) });
-      await sleep(delayMs);
+      try {
+        await sleep(delayMs, undefined, signal === undefined ? undefined : { signal });
+      } catch (e) {
+        throw this.cancelled(op, e);
+      }
     }
   }
 
@@ -251,11 +298,13 @@ export class KubeClient {
       const s = statusOf(e.body);
       const retryable = KUBE_RETRY_STATUSES.has(status);
       const tries = retryable ? ` after ${attempt} attempt(s)` : '';
+      const retryAfterMs = retryable ? retryAfterOf(e.headers) : undefined;
       return new KubeApiError({
         detail: `Kubernetes API ${op} answered ${status}${s.reason ? ` ${s.reason}` : ''}${s.message ? `: ${s.message}` : ''}${tries}`,
         status,
         ...(s.reason === undefined ? {} : { reason: s.reason }),
         retryable,
+        ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
         cause: e,
       });
     }
@@ -354,6 +403,8 @@ export class KubeClient {
     if (query.resourceVersion !== undefined) params.resourceVersion = query.resourceVersion;
     if (query.timeoutSeconds !== undefined) params.timeoutSeconds = query.timeoutSeconds;
     let stopped = false;
+    const signal = this.boundSignal;
+    if (signal?.aborted) throw this.cancelled(`watch ${kind}`, signal.reason);
     const controller = await this.watcher.watch(
       path,
       params,
@@ -367,9 +418,17 @@ export class KubeClient {
         }
       },
     );
+    const onAbort = (): void => {
+      if (stopped) return;
+      stopped = true;
+      controller.abort();
+      onDone(this.cancelled(`watch ${kind}`, signal?.reason));
+    };
+    signal?.addEventListener('abort', onAbort, { once: true });
     return {
       stop: () => {
         stopped = true;
+        signal?.removeEventListener('abort', onAbort);
         controller.abort();
       },
     };

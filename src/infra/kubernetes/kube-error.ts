@@ -19,13 +19,19 @@ export interface KubeApiErrorInit {
   reason?: string;
   /** Whether the same call may succeed later. */
   retryable: boolean;
+  /** The API server's `Retry-After` (429, 503), in ms. */
+  retryAfterMs?: number;
   /** Request method and API path (no query string), for logs. */
   method?: string;
   path?: string;
   cause?: unknown;
 }
 
-/** HTTP statuses worth another try: throttling and server-side failures. */
+/**
+ * HTTP statuses worth another try: throttling (429, with its Retry-After) and server-side failures.
+ * Everything else Kubernetes answers is terminal: 400/422 invalid objects, 401/403 refused
+ * credentials or RBAC, 404, 409 conflicts, 403 quota (`exceeded quota`).
+ */
 export const KUBE_RETRY_STATUSES: ReadonlySet<number> = new Set([429, 500, 502, 503, 504]);
 
 /** No answer or a transient answer: unreachable (retry later); anything else: failed. */
@@ -46,6 +52,7 @@ export class KubeApiError extends VnfmError {
   constructor(init: KubeApiErrorInit) {
     super(codeFor(init.status, init.retryable), init.detail, {
       retryable: init.retryable,
+      ...(init.retryAfterMs === undefined ? {} : { retryAfterMs: init.retryAfterMs }),
       ...(init.cause === undefined ? {} : { cause: init.cause }),
       extra: {
         ...(init.status === undefined ? {} : { kubernetesStatus: init.status }),

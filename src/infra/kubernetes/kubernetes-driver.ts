@@ -41,6 +41,10 @@
  *   package (terminate + instantiate), except PersistentVolumeClaims (and Namespaces), so the new
  *   StatefulSet pods re-attach their data. `includeStorage` does not recreate storage on
  *   Kubernetes: data is never destroyed by a heal.
+ * - **Observe** never reports "no resources" for a CNF it cannot see: when no pod of the instance
+ *   is found outside a TERMINATE (or an INSTANTIATE that created nothing yet), it checks the
+ *   namespace and the VDU workloads, and a deleted namespace or workloads all gone fail with
+ *   `VNFM_ERR_INFRA_STACK_MISSING` (terminal; the instance information is kept).
  * - **Observe** lists the instance's pods by label and maps them to VDUs (`stableKey`
  *   `Pod/<name>` for a singleton Pod, `StatefulSet/<sts>/<ordinal>` for StatefulSet pods), and
  *   reports StatefulSet PVCs as storage. Pods being deleted are left out, and so are Failed or
@@ -49,15 +53,18 @@
  *
  * Every method is resumable: progress is kept in `ctx.state.kubernetes` and checkpointed after
  * each visible action; API failures are retried with back-off in the client, then surface as
- * `VNFM_ERR_VIM_UNREACHABLE` (FAILED_TEMP; a retry of the operation continues where it stopped).
- * Waits time out after `config.vim.kubernetesWaitMs` with `VNFM_ERR_LCM_TIMEOUT`, naming the VDU
- * and how many pods were Ready of how many.
+ * `VNFM_ERR_VIM_UNREACHABLE`, retryable (no answer, 5xx, 429 with its Retry-After: the engine runs
+ * the step again after a back-off, continuing where it stopped) or `VNFM_ERR_VIM_FAILED`, terminal
+ * (4xx: invalid object, refused credentials or RBAC, quota, conflict: FAILED_TEMP at once).
+ * Waits time out after `config.vim.kubernetesWaitMs` with `VNFM_ERR_LCM_TIMEOUT` (terminal),
+ * naming the VDU and how many pods were Ready of how many. Every call and wait stops when the op's
+ * `ctx.signal` aborts (lease lost, shutdown).
  */
 import { vnfmError } from '../../errors.ts';
 import type { VnfcResourceInfo } from '../../model/vnf-instance.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
-import type { HealPlan, InfraContext, InfraDriver, ObservedResources, ObservedStorage, ObservedVnfc, ScalePlan } from '../infra-driver.ts';
+import { expectsNothing, type HealPlan, type InfraContext, type InfraDriver, type ObservedResources, type ObservedStorage, type ObservedVnfc, type ScalePlan } from '../infra-driver.ts';
 import { describe, KubeClient, type KubeClientOptions, type KubeObject, type ObjectRef } from './kube-client.ts';
 import { KubeApiError } from './kube-error.ts';
 import {
@@ -204,7 +211,12 @@ export class KubernetesDriver implements InfraDriver {
    */
   private readonly clients = new Map<string, KubeClient>();
 
+  /** The cached client of the VIM, as a view whose calls and waits stop on the op's signal. */
   private client(ctx: InfraContext): KubeClient {
+    return this.vimClient(ctx).withSignal(ctx.signal);
+  }
+
+  private vimClient(ctx: InfraContext): KubeClient {
     const key = JSON.stringify([ctx.vim.interfaceInfo.endpoint, ctx.vim.accessInfo.bearer_token, ctx.vim.interfaceInfo.ssl_ca_cert ?? null]);
     const hit = this.clients.get(key);
     if (hit) return hit;
@@ -742,6 +754,36 @@ export class KubernetesDriver implements InfraDriver {
     await this.deleteCnf(ctx, this.client(ctx), cnf, { gracePeriodSeconds: 0, keepStorage: false, what: 'instantiate rollback' });
   }
 
+  /**
+   * Throws `VNFM_ERR_INFRA_STACK_MISSING` when the CNF's namespace is gone (or being deleted), or
+   * when none of its VDU workloads exists any more. Reading Namespaces may be forbidden to the
+   * VIM's account: then only the workloads are checked.
+   */
+  private async requirePresent(ctx: InfraContext, client: KubeClient, cnf: CnfRecord, workloads: readonly VduWorkload[]): Promise<void> {
+    const ns = cnf.namespace;
+    const missing = (what: string) =>
+      vnfmError(
+        'VNFM_ERR_INFRA_STACK_MISSING',
+        `${what}: the CNF of VNF instance ${ctx.instance.id} was deleted outside the VNFM. The VNFM cannot see the VNF's resources, so the instance information was left unchanged; mark the operation failed, then heal the entire VNF (additionalParams.all: true) to re-create it, or terminate the instance`,
+      );
+    let namespace: KubeObject | undefined;
+    let readable = true;
+    try {
+      namespace = await client.get({ apiVersion: 'v1', kind: 'Namespace', name: ns });
+    } catch (e) {
+      if (!KubeApiError.isStatus(e, 403)) throw e;
+      readable = false;
+    }
+    if (readable && namespace === undefined) throw missing(`namespace ${ns} does not exist`);
+    if (namespace !== undefined && (isTerminating(namespace) || namespace.status?.phase === 'Terminating')) throw missing(`namespace ${ns} is being deleted`);
+    if (workloads.length === 0) return;
+    for (const w of workloads) {
+      const o = await client.get(workloadRef(w));
+      if (o !== undefined && !isTerminating(o)) return;
+    }
+    throw missing(`none of the ${workloads.length} workloads of the CNF (${workloads.map((w) => `${w.kind}/${w.name}`).join(', ')}) exists in namespace ${ns}`);
+  }
+
   async observe(ctx: InfraContext): Promise<ObservedResources> {
     const cnf = await this.currentRecord(ctx);
     if (cnf === undefined) return { vnfcs: [], storages: [], virtualLinks: [] };
@@ -801,6 +843,9 @@ export class KubernetesDriver implements InfraDriver {
         ...(phase === 'Failed' || phase === 'Unknown' || (phase === 'Running' && !ready) ? { unhealthy: true } : {}),
       });
     }
+    // No pod at all is "no resources" only when the CNF itself is there (e.g. workloads scaled to
+    // 0, or pods being replaced); a deleted namespace, or workloads all gone, is an error.
+    if (vnfcs.length === 0 && !expectsNothing(ctx, (driverState(ctx).created ?? []).length > 0)) await this.requirePresent(ctx, client, cnf, workloads);
     vnfcs.sort((a, b) => a.vduId.localeCompare(b.vduId) || a.computeResource.resourceId.localeCompare(b.computeResource.resourceId));
     storages.sort((a, b) => a.resourceId.localeCompare(b.resourceId));
     return {

@@ -12,7 +12,7 @@
  * missing (which VDU, how many Ready of how many).
  */
 import type { Logger } from 'pino';
-import { vnfmError } from '../../errors.ts';
+import { terminalError } from '../../errors.ts';
 import type { KubeClient, KubeObject, WatchEvent, WatchHandle } from './kube-client.ts';
 import { instanceSelector } from './manifests.ts';
 import { isActive, isPodReady, type VduWorkload, workloadOfPod } from './pods.ts';
@@ -180,6 +180,7 @@ export function watchUntil(client: KubeClient, sources: readonly WatchSource[], 
       if (finished) return;
       finished = true;
       clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
       for (const c of collections) c.close();
       if (err === undefined) resolve();
       else reject(err);
@@ -199,10 +200,19 @@ export function watchUntil(client: KubeClient, sources: readonly WatchSource[], 
       } else progress = v.progress;
     };
     const collections: Collection[] = sources.map((s) => new Collection(client, s, evaluate, (e) => finish(e), opts.log));
+    // The op's signal (lease lost, shutdown) ends the wait at once.
+    const signal = client.signal;
+    const onAbort = (): void => finish(terminalError('VNFM_ERR_LCM_INTERRUPTED', `${opts.what}: cancelled (${(signal?.reason as Error)?.message ?? 'aborted'})`));
     const timer = setTimeout(() => {
       const secs = Math.round(opts.timeoutMs / 100) / 10;
-      finish(vnfmError('VNFM_ERR_LCM_TIMEOUT', `${opts.what}: not reached within ${secs} s: ${progress}`));
+      // The VIM answered but did not converge within the whole wait budget: a retry would wait again.
+      finish(terminalError('VNFM_ERR_LCM_TIMEOUT', `${opts.what}: not reached within ${secs} s: ${progress}`));
     }, opts.timeoutMs);
+    if (signal?.aborted) {
+      onAbort();
+      return;
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
     for (const c of collections) c.start();
   });
 }

@@ -320,10 +320,11 @@ export class HeatClient {
   }
 
   /** `GET /stacks` with optional filters (e.g. `{ name: 'vnf-1' }`); includes only live (not soft-deleted) stacks. */
-  async listStacks(filters: { name?: string; status?: string; showNested?: boolean; limit?: number; tags?: string } = {}): Promise<HeatStackSummary[]> {
+  async listStacks(filters: { name?: string; status?: string; showNested?: boolean; limit?: number; tags?: string } = {}, opts: { signal?: AbortSignal } = {}): Promise<HeatStackSummary[]> {
     const res = await this.call({
       path: '/stacks',
       query: { stack_name: filters.name, status: filters.status, show_nested: filters.showNested, limit: filters.limit, tags: filters.tags },
+      ...sig(opts.signal),
     });
     this.expect(res, [200], 'list stacks');
     return (this.json(res) as { stacks?: HeatStackSummary[] }).stacks ?? [];
@@ -414,11 +415,12 @@ export class HeatClient {
    * `GET .../resources[?nested_depth=N]`. With a depth, rows of nested stacks come too, each
    * with `parent_resource` and a `stack` link to the stack it lives in (see {@link stackOfResource}).
    */
-  async listResources(stack: StackIdentifier, opts: { nestedDepth?: number; withDetail?: boolean; filters?: Record<string, string> } = {}): Promise<HeatResource[]> {
-    const ref = await this.resolveStack(stack);
+  async listResources(stack: StackIdentifier, opts: { nestedDepth?: number; withDetail?: boolean; filters?: Record<string, string>; signal?: AbortSignal } = {}): Promise<HeatResource[]> {
+    const ref = await this.resolveStack(stack, sig(opts.signal));
     const res = await this.call({
       path: `${this.stackPath(ref)}/resources`,
       query: { ...(opts.filters ?? {}), nested_depth: opts.nestedDepth || undefined, with_detail: opts.withDetail || undefined },
+      ...sig(opts.signal),
     });
     this.expect(res, [200], `list resources of ${ref.name}`);
     return (this.json(res) as { resources?: HeatResource[] }).resources ?? [];
@@ -437,13 +439,14 @@ export class HeatClient {
    * the stack that owns the resource (a nested member stack for a VDU inside a group). Unknown
    * resource: 404 `ResourceNotFound`.
    */
-  async markUnhealthy(stack: StackIdentifier, resourceName: string, reason: string, opts: { unhealthy?: boolean } = {}): Promise<void> {
-    const ref = await this.resolveStack(stack);
+  async markUnhealthy(stack: StackIdentifier, resourceName: string, reason: string, opts: { unhealthy?: boolean; signal?: AbortSignal } = {}): Promise<void> {
+    const ref = await this.resolveStack(stack, sig(opts.signal));
     const res = await this.call({
       method: 'PATCH',
       path: `${this.stackPath(ref)}/resources/${seg(resourceName)}`,
       body: { mark_unhealthy: opts.unhealthy ?? true, resource_status_reason: reason },
       retryConflict: retryActionInProgress,
+      ...sig(opts.signal),
     });
     this.expect(res, [200, 202, 204], `mark ${resourceName} ${opts.unhealthy === false ? 'healthy' : 'unhealthy'} in ${ref.name}`);
   }
@@ -557,7 +560,7 @@ export class HeatClient {
     await this.waitForStatus(ref, { target: 'DELETE_COMPLETE', timeoutMs, ...sig(opts.signal) });
     let interval = this.pollInitialMs;
     for (;;) {
-      const listed = await this.listStacks({ name: ref.name });
+      const listed = await this.listStacks({ name: ref.name }, sig(opts.signal));
       if (!listed.some((s) => s.id === ref.id)) return;
       const left = started + timeoutMs - Date.now();
       if (left <= 0) {
@@ -569,7 +572,11 @@ export class HeatClient {
           stackStatus: 'DELETE_COMPLETE',
         });
       }
-      await sleepTimer(Math.min(interval, left), undefined, opts.signal === undefined ? undefined : { signal: opts.signal });
+      try {
+        await sleepTimer(Math.min(interval, left), undefined, opts.signal === undefined ? undefined : { signal: opts.signal });
+      } catch (err) {
+        throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for the deletion of stack ${ref.name} cancelled`, retryable: false, cause: err });
+      }
       interval = Math.min(interval * 2, this.pollMaxMs);
     }
   }
@@ -605,7 +612,7 @@ export class HeatClient {
 
   private expect(res: HttpResponse, ok: readonly number[], context: string): void {
     if (ok.includes(res.status)) return;
-    throw OpenStackError.fromResponse({ service: res.service, method: res.method, url: res.url, status: res.status, bodyText: res.text, context });
+    throw OpenStackError.fromResponse({ service: res.service, method: res.method, url: res.url, status: res.status, bodyText: res.text, headers: res.headers, context });
   }
 
   private json(res: HttpResponse): unknown {

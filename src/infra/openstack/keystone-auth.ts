@@ -408,6 +408,7 @@ export class KeystoneAuth {
       url: res.url,
       status: res.status,
       bodyText: res.text,
+      headers: res.headers,
       secrets: this.secrets(extraSecrets),
       context,
     });

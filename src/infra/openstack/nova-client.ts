@@ -59,6 +59,8 @@ export interface ListServersOptions {
   filters?: Record<string, string>;
   /** Page size; all pages are fetched. */
   limit?: number;
+  /** Cancels the listing. */
+  signal?: AbortSignal;
 }
 
 function str(v: unknown): string | undefined {
@@ -136,6 +138,7 @@ export class NovaClient {
         service: this.serviceType,
         headers: this.headers,
         ...(url === undefined ? { path, query } : { url }),
+        ...(opts.signal === undefined ? {} : { signal: opts.signal }),
       });
       this.expect(res, 'list servers');
       const body = this.json(res) as { servers?: Record<string, unknown>[]; servers_links?: { rel?: string; href?: string }[] };
@@ -166,7 +169,7 @@ export class NovaClient {
 
   private expect(res: HttpResponse, context: string): void {
     if (res.status === 200) return;
-    throw OpenStackError.fromResponse({ service: res.service, method: res.method, url: res.url, status: res.status, bodyText: res.text, context });
+    throw OpenStackError.fromResponse({ service: res.service, method: res.method, url: res.url, status: res.status, bodyText: res.text, headers: res.headers, context });
   }
 
   private json(res: HttpResponse): unknown {

@@ -19,17 +19,19 @@
  *   update: Heat removes failed members first, so the members Tacker would pick go. When Heat
  *   cannot be steered (other group types, a refused mark) its own choice is accepted.
  *
- * Errors: Heat/Keystone 4xx -> `VNFM_ERR_VIM_FAILED` (with Heat's message), 5xx or no answer
+ * Errors: the instance's stack gone (404 or `DELETE_COMPLETE`) where one must exist (observe,
+ * heal, scale) -> `VNFM_ERR_INFRA_STACK_MISSING` (terminal; observe never reports "no resources"
+ * for a missing stack), Heat/Keystone 4xx -> `VNFM_ERR_VIM_FAILED` (with Heat's message), 5xx or no answer
  * after the client's retries -> `VNFM_ERR_VIM_UNREACHABLE`, a stack ending `*_FAILED` ->
  * `VNFM_ERR_VIM_FAILED` with Heat's `stack_status_reason`, a wait running out ->
  * `VNFM_ERR_LCM_TIMEOUT`. No message carries a password or token.
  */
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
-import { vnfmError } from '../../errors.ts';
+import { retryableError, terminalError, vnfmError } from '../../errors.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
-import type { HealPlan, HealTarget, InfraContext, InfraDriver, ObservedResources, ScalePlan } from '../infra-driver.ts';
+import { expectsNothing, type HealPlan, type HealTarget, type InfraContext, type InfraDriver, type ObservedResources, type ScalePlan } from '../infra-driver.ts';
 import { HeatClient, type HeatResource, type HeatStack, type HeatStackRef } from './heat-client.ts';
 import { HEAT_TYPES, type LocatedResource, locateResources, observeFromListing, type ServerFacts, stackRefString } from './heat-observer.ts';
 import { buildNfvParameter, declaredParameters, type JsonObject, parseNfvParameter } from './hot-params.ts';
@@ -126,7 +128,11 @@ export function stackNameOf(instanceId: string): string {
 
 /**
  * Maps a failure of an OpenStack call to the catalog error the engine acts on, keeping Heat's
- * message (already free of secrets) and prefixing what the driver was doing.
+ * message (already free of secrets) and prefixing what the driver was doing. Retryable (the engine
+ * re-runs the step with back-off): 5xx but 501/505, 408, 429 with its Retry-After, Heat's 409
+ * `ActionInProgress`, request timeouts, refused/reset connections. Terminal (FAILED_TEMP at once):
+ * every other 4xx (validation, quota, not found, authentication refused), a stack that ended
+ * `*_FAILED`, a stack wait that ran out of `vim.stackTimeoutMs`, TLS and catalog errors.
  */
 function toDriverError(e: unknown, what: string): unknown {
   if (!(e instanceof OpenStackError)) return e;
@@ -134,18 +140,18 @@ function toDriverError(e: unknown, what: string): unknown {
   const opts = { cause: e, ...(e.extra === undefined ? {} : { extra: e.extra }) };
   switch (e.kind) {
     case OpenStackErrorKind.waitTimeout:
-      return vnfmError('VNFM_ERR_LCM_TIMEOUT', detail, opts);
+      return terminalError('VNFM_ERR_LCM_TIMEOUT', detail, opts);
     case OpenStackErrorKind.stackFailed:
-      return vnfmError('VNFM_ERR_VIM_FAILED', detail, opts);
+      return terminalError('VNFM_ERR_VIM_FAILED', detail, opts);
     case OpenStackErrorKind.timeout:
     case OpenStackErrorKind.connection:
-      return vnfmError('VNFM_ERR_VIM_UNREACHABLE', detail, opts);
+      return e.retryable ? retryableError('VNFM_ERR_VIM_UNREACHABLE', detail, opts) : terminalError('VNFM_ERR_VIM_UNREACHABLE', detail, opts);
     case OpenStackErrorKind.aborted:
-      return vnfmError('VNFM_ERR_LCM_INTERRUPTED', detail, opts);
-    default:
-      if (e.status !== undefined && e.status >= 500) return vnfmError('VNFM_ERR_VIM_UNREACHABLE', detail, opts);
-      if (e.retryable) return vnfmError('VNFM_ERR_VIM_UNREACHABLE', detail, opts);
-      return vnfmError('VNFM_ERR_VIM_FAILED', detail, opts);
+      return terminalError('VNFM_ERR_LCM_INTERRUPTED', detail, opts);
+    default: {
+      const code = (e.status !== undefined && e.status >= 500) || e.retryable ? 'VNFM_ERR_VIM_UNREACHABLE' : 'VNFM_ERR_VIM_FAILED';
+      return e.retryable ? retryableError(code, detail, { ...opts, ...(e.retryAfterMs === undefined ? {} : { retryAfterMs: e.retryAfterMs }) }) : terminalError(code, detail, opts);
+    }
   }
 }
 
@@ -232,9 +238,14 @@ export class OpenStackDriver implements InfraDriver {
     return this.guard('observe', async () => {
       const s = this.session(ctx.vim);
       const stack = await this.findStack(ctx, s.heat);
-      if (stack === null) return { vnfcs: [], storages: [], virtualLinks: [], metadata: {} };
+      if (stack === null) {
+        // "No stack" is never "no resources", except where nothing is expected: a terminate, or an
+        // instantiate that has not created its stack yet.
+        if (expectsNothing(ctx, str(ctx.state.stack) !== undefined)) return { vnfcs: [], storages: [], virtualLinks: [], metadata: {} };
+        throw this.stackMissing(ctx);
+      }
       const ref = refOf(stack);
-      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
+      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal });
       const serverIds = rows.filter((r) => r.resource_type === HEAT_TYPES.server && r.physical_resource_id).map((r) => r.physical_resource_id);
       const servers = serverIds.length > 0 ? await this.serverFacts(ctx, s, serverIds) : new Map<string, ServerFacts>();
       return observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv) });
@@ -312,18 +323,31 @@ export class OpenStackDriver implements InfraDriver {
     for (const c of candidates) {
       if (tried.has(c)) continue;
       tried.add(c);
-      const s = await heat.findStack(c);
+      const s = await heat.findStack(c, { signal: ctx.signal });
       if (s !== null && s.stack_status !== 'DELETE_COMPLETE') return s;
     }
-    const byName = await heat.findStack(name);
+    const byName = await heat.findStack(name, { signal: ctx.signal });
     return byName !== null && byName.stack_status !== 'DELETE_COMPLETE' ? byName : null;
   }
 
   private async requireStack(ctx: InfraContext, heat: HeatClient): Promise<HeatStack> {
     const stack = await this.findStack(ctx, heat);
-    if (stack === null) throw vnfmError('VNFM_ERR_VIM_FAILED', `Heat stack ${stackNameOf(ctx.instance.id)} of VNF instance ${ctx.instance.id} does not exist`);
+    if (stack === null) throw this.stackMissing(ctx);
     ctx.state.stack = stackRefString(refOf(stack));
     return stack;
+  }
+
+  /**
+   * The error for a stack that is gone (404, or `DELETE_COMPLETE`) while the instance has one:
+   * terminal (a retry cannot bring it back), and the instance information is left as it was.
+   */
+  private stackMissing(ctx: InfraContext): Error {
+    const md = ctx.instance.instantiatedVnfInfo?.metadata ?? {};
+    const known = str(ctx.state.stack) ?? (str(md.stack_id) ? `${str(md.stack_name) ?? stackNameOf(ctx.instance.id)}/${idOf(str(md.stack_id) as string)}` : stackNameOf(ctx.instance.id));
+    return vnfmError(
+      'VNFM_ERR_INFRA_STACK_MISSING',
+      `the Heat stack ${known} of VNF instance ${ctx.instance.id} does not exist any more (not found, or DELETE_COMPLETE): it was deleted outside the VNFM. The VNFM cannot see the VNF's resources, so the instance information was left unchanged; mark the operation failed, then heal the entire VNF (additionalParams.all: true) to re-create the stack, or terminate the instance`,
+    );
   }
 
   /**
@@ -375,16 +399,17 @@ export class OpenStackDriver implements InfraDriver {
     return heat.waitForStatus(ref, {
       target,
       timeoutMs: ctx.config.vim.stackTimeoutMs,
+      signal: ctx.signal,
       onPoll: (st) => ctx.log.debug({ step: 'heat.wait', stack: ref.name, status: st.stack_status }, 'stack status'),
     });
   }
 
   /** Waits until no action runs on the stack, whatever its outcome (a retry after a crash mid-wait). */
   private async settle(ctx: InfraContext, heat: HeatClient, ref: HeatStackRef): Promise<HeatStack> {
-    const st = await heat.getStack(ref);
+    const st = await heat.getStack(ref, { signal: ctx.signal });
     if (!st.stack_status.endsWith('_IN_PROGRESS')) return st;
     ctx.log.info({ step: 'heat.settle', stack: ref.name, status: st.stack_status }, 'waiting for the running stack action to end');
-    return heat.waitForStatus(ref, { target: SETTLED, failOn: [], timeoutMs: ctx.config.vim.stackTimeoutMs });
+    return heat.waitForStatus(ref, { target: SETTLED, failOn: [], timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
   }
 
   /**
@@ -405,7 +430,7 @@ export class OpenStackDriver implements InfraDriver {
           ...(fields.environment === undefined ? {} : { environment: fields.environment }),
           timeoutMins: this.timeoutMins(ctx),
           disableRollback: true,
-        });
+        }, { signal: ctx.signal });
       } catch (e) {
         if (!OpenStackError.isStatus(e, 409)) throw e;
         // Created by an earlier attempt whose answer was lost: adopt it.
@@ -427,8 +452,8 @@ export class OpenStackDriver implements InfraDriver {
       return settled;
     }
     if (status.startsWith('DELETE_')) {
-      await s.heat.deleteStack(ref);
-      await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs });
+      await s.heat.deleteStack(ref, { signal: ctx.signal });
+      await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
       delete ctx.state.stack;
       await ctx.checkpoint();
       return this.ensureStack(ctx, s, fields, null);
@@ -441,7 +466,7 @@ export class OpenStackDriver implements InfraDriver {
       parameters: fields.parameters,
       ...(fields.environment === undefined ? {} : { environment: fields.environment }),
       timeoutMins: this.timeoutMins(ctx),
-    });
+    }, { signal: ctx.signal });
     return this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
   }
 
@@ -453,8 +478,8 @@ export class OpenStackDriver implements InfraDriver {
     ctx.state.stack = stackRefString(ref);
     ctx.log.info({ step: 'heat.delete', stack: ref.name }, 'deleting stack');
     await this.settle(ctx, s.heat, ref);
-    await s.heat.deleteStack(ref);
-    await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs });
+    await s.heat.deleteStack(ref, { signal: ctx.signal });
+    await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
   }
 
   // -------------------------------------------------------------------------------------------
@@ -477,13 +502,13 @@ export class OpenStackDriver implements InfraDriver {
     });
     await this.settle(ctx, s.heat, ref);
     if (!progress.updateIssued && shrinking) {
-      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
+      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal });
       await this.markScaleInVictims(ctx, s, ref, rows, counts, progress);
     }
     progress.updateIssued = true;
     await ctx.checkpoint();
     ctx.log.info({ step: 'heat.update', stack: ref.name, counts }, 'updating stack (desired capacity)');
-    await s.heat.updateStackPatch(ref, { parameters: fields.parameters, timeoutMins: this.timeoutMins(ctx) });
+    await s.heat.updateStackPatch(ref, { parameters: fields.parameters, timeoutMins: this.timeoutMins(ctx) }, { signal: ctx.signal });
     await this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
   }
 
@@ -539,7 +564,7 @@ export class OpenStackDriver implements InfraDriver {
     if (markedEntry(progress, l) !== undefined) return;
     ctx.log.info({ step: 'heat.mark_unhealthy', stack: l.stack.name, resource: l.row.resource_name, path: l.path }, 'marking resource unhealthy');
     try {
-      await s.heat.markUnhealthy(l.stack, l.row.resource_name, reason);
+      await s.heat.markUnhealthy(l.stack, l.row.resource_name, reason, { signal: ctx.signal });
     } catch (e) {
       if (!bestEffort || !(e instanceof OpenStackError) || e.status === undefined || e.status >= 500) throw e;
       ctx.log.warn({ step: 'heat.mark_unhealthy', resource: l.row.resource_name, err: e.message }, 'Heat refused the mark; it chooses the members to remove');
@@ -594,7 +619,7 @@ export class OpenStackDriver implements InfraDriver {
     const reason = plan.cause ? `heal by the VNFM: ${plan.cause}` : 'heal by the VNFM';
     // A retry may find the previous update still running: marks would be refused (409) meanwhile.
     await this.settle(ctx, s.heat, ref);
-    const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth });
+    const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal });
     const located = locateResources(ref, rows);
     for (const target of plan.targets) {
       const server = this.findHealTarget(ctx, located, target, progress);
@@ -609,7 +634,7 @@ export class OpenStackDriver implements InfraDriver {
     const requestNfv = plan.additionalParams.nfv;
     const patch = isObject(requestNfv) ? (await this.stackFields(ctx, { current: parseNfvParameter(stack.parameters?.nfv), requestNfv })).parameters : undefined;
     ctx.log.info({ step: 'heat.update', stack: ref.name, marked: progress.marked.length }, 'updating stack (replaces the marked resources)');
-    await s.heat.updateStackPatch(ref, { ...(patch === undefined ? {} : { parameters: patch }), timeoutMins: this.timeoutMins(ctx) });
+    await s.heat.updateStackPatch(ref, { ...(patch === undefined ? {} : { parameters: patch }), timeoutMins: this.timeoutMins(ctx) }, { signal: ctx.signal });
     await this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
   }
 
@@ -655,13 +680,13 @@ export class OpenStackDriver implements InfraDriver {
       await ctx.checkpoint();
     }
     if (progress.phase === 'deleting') {
-      const old = progress.oldStack === undefined ? null : await s.heat.findStack(progress.oldStack);
+      const old = progress.oldStack === undefined ? null : await s.heat.findStack(progress.oldStack, { signal: ctx.signal });
       if (old !== null && old.stack_status !== 'DELETE_COMPLETE') {
         const ref = refOf(old);
         ctx.log.info({ step: 'heat.delete', stack: ref.name }, 'entire heal: deleting stack');
         await this.settle(ctx, s.heat, ref);
-        await s.heat.deleteStack(ref);
-        await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs });
+        await s.heat.deleteStack(ref, { signal: ctx.signal });
+        await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
       }
       progress.phase = 'deleted';
       delete ctx.state.stack;
@@ -695,7 +720,7 @@ export class OpenStackDriver implements InfraDriver {
     }
     try {
       const wanted = new Set(ids);
-      const servers = await s.nova.listServers({ detail: true });
+      const servers = await s.nova.listServers({ detail: true, signal: ctx.signal });
       for (const srv of servers) {
         if (!wanted.has(srv.id)) continue;
         out.set(srv.id, { status: srv.status, availabilityZone: srv.availabilityZone, host: srv.host });

@@ -10,7 +10,7 @@
  * Messages never carry credentials or tokens: every text taken from a response or a URL goes
  * through {@link redactSecrets} first.
  */
-import { type ErrorCode, VnfmError } from '../../errors.ts';
+import { type ErrorCode, parseRetryAfter, VnfmError } from '../../errors.ts';
 
 /** What went wrong, coarsely; lets callers branch without parsing messages. */
 export const OpenStackErrorKind = {
@@ -55,6 +55,8 @@ export interface OpenStackErrorInit {
   stackStatusReason?: string;
   /** Extra strings to scrub from the message (the password, the current token). */
   secrets?: readonly string[];
+  /** The service's `Retry-After`, in ms (retryable errors only). */
+  retryAfterMs?: number;
   cause?: unknown;
 }
 
@@ -148,6 +150,18 @@ export function parseOpenStackErrorBody(text: string): ParsedOpenStackErrorBody 
 /** HTTP statuses that mean "the service is (temporarily) not able to answer": worth a later retry. */
 const TRANSIENT_STATUSES: ReadonlySet<number> = new Set([502, 503, 504]);
 
+/**
+ * The failure taxonomy of an OpenStack HTTP answer (see src/errors.ts): retryable are server-side
+ * failures (5xx but 501/505, which no retry changes), 408 and 429 throttling (with its
+ * Retry-After), and Heat's 409 `ActionInProgress` (the other action ends by itself); terminal are
+ * every other 4xx: validation (400), authentication refused (401 after the re-authentication, 403),
+ * not found (404), conflicts (409), quota (413, or 403 `OverQuota`).
+ */
+export function isRetryableStatus(status: number, errorType?: string): boolean {
+  if (status >= 500) return status !== 501 && status !== 505;
+  return status === 408 || status === 429 || (status === 409 && errorType === 'ActionInProgress');
+}
+
 function codeFor(kind: OpenStackErrorKind, status: number | undefined, retryable: boolean): ErrorCode {
   if (kind === OpenStackErrorKind.waitTimeout) return 'VNFM_ERR_LCM_TIMEOUT';
   if (kind === OpenStackErrorKind.timeout || kind === OpenStackErrorKind.connection) return 'VNFM_ERR_VIM_UNREACHABLE';
@@ -182,6 +196,7 @@ export class OpenStackError extends VnfmError {
     const detail = redactSecrets(init.detail, secrets);
     super(codeFor(init.kind, init.status, init.retryable), detail, {
       retryable: init.retryable,
+      ...(init.retryAfterMs === undefined ? {} : { retryAfterMs: init.retryAfterMs }),
       ...(init.cause === undefined ? {} : { cause: init.cause }),
       extra: {
         openstackService: init.service,
@@ -203,8 +218,8 @@ export class OpenStackError extends VnfmError {
 
   /**
    * Builds the error for an unexpected HTTP answer, with OpenStack's own error text.
-   * `retryable` defaults to true for 502/503/504 and for 409 `ActionInProgress` (Heat: another
-   * action runs on the stack; it will end), false otherwise.
+   * `retryable` defaults to {@link isRetryableStatus} (5xx but 501/505, 408, 429, and 409
+   * `ActionInProgress`), false otherwise; `headers` give the `Retry-After` of a retryable answer.
    */
   static fromResponse(args: {
     service: string;
@@ -212,14 +227,14 @@ export class OpenStackError extends VnfmError {
     url: string;
     status: number;
     bodyText: string;
+    headers?: Headers;
     secrets?: readonly string[];
     retryable?: boolean;
     context?: string;
   }): OpenStackError {
     const parsed = parseOpenStackErrorBody(args.bodyText);
-    const retryable =
-      args.retryable ??
-      (TRANSIENT_STATUSES.has(args.status) || (args.status === 409 && parsed.type === 'ActionInProgress'));
+    const retryable = args.retryable ?? isRetryableStatus(args.status, parsed.type);
+    const retryAfterMs = retryable ? parseRetryAfter(args.headers?.get('retry-after')) : undefined;
     let path: string;
     try {
       path = new URL(args.url).pathname;
@@ -237,6 +252,7 @@ export class OpenStackError extends VnfmError {
       status: args.status,
       method: args.method,
       url: args.url,
+      ...(retryAfterMs === undefined ? {} : { retryAfterMs }),
       ...(parsed.type === undefined ? {} : { errorType: parsed.type }),
       ...(args.secrets === undefined ? {} : { secrets: args.secrets }),
     });

@@ -119,6 +119,7 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
       const status = runtime.breakStatus;
       return {
         status,
+        ...(runtime.breakRetryAfter === undefined ? {} : { headers: { 'Retry-After': String(runtime.breakRetryAfter) } }),
         body: { error: { code: status, title: status === 503 ? 'Service Unavailable' : 'Error', message: 'The server is currently unavailable. Please try again at a later time.' } },
       };
     }

@@ -21,6 +21,8 @@ export interface SimRuntime {
   breakRemaining: number;
   breakStatus: number;
   breakServices: SimService[];
+  /** `Retry-After` header (seconds) of the broken answers, if any. */
+  breakRetryAfter?: number | undefined;
   vnfmUrl: string;
 }
 
@@ -212,6 +214,7 @@ export class SimAdmin {
       this.runtime.breakRemaining = count;
       this.runtime.breakStatus = status;
       this.runtime.breakServices = services as SimService[];
+      this.runtime.breakRetryAfter = b.retryAfter === undefined ? undefined : this.nonNegative('retryAfter', b.retryAfter);
       return { status: 200, body: { config: this.configDoc() } };
     }
     if (what === 'webhooks') {
@@ -254,6 +257,7 @@ export class SimAdmin {
       breakRemaining: this.runtime.breakRemaining,
       breakStatus: this.runtime.breakStatus,
       breakServices: this.runtime.breakServices,
+      breakRetryAfter: this.runtime.breakRetryAfter ?? null,
       vnfmUrl: this.runtime.vnfmUrl,
     };
   }

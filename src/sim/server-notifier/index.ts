@@ -3,6 +3,9 @@
  * the VNFM's FaultNotification auto-heal. Independent of the product code: it speaks only HTTP.
  */
 export {
+  type AlarmJournalEntry,
+  type AlarmRequestHold,
+  type HeldAlarmRequest,
   type NotificationAuth,
   type NotifierLogger,
   type ServerNotifierSim,

@@ -80,6 +80,45 @@ export interface SimDelivery {
   error: string | null;
 }
 
+/** One request of the alarm API held by a {@link AlarmRequestHold}. */
+export interface HeldAlarmRequest {
+  readonly holdId: string;
+  readonly method: 'POST' | 'DELETE';
+  readonly tenant: string;
+  readonly server_id: string;
+  /** DELETE only. */
+  readonly alarm_id?: string;
+  readonly time: string;
+}
+
+/**
+ * A hold on alarm API requests, from {@link ServerNotifierSim.holdAlarmRequests}: matching requests
+ * are received (authenticated) and then wait, unanswered and not applied, until `release()`; then
+ * each is applied and answered as usual (if its client is still there).
+ */
+export interface AlarmRequestHold {
+  readonly id: string;
+  /** Resolves when the first matching request arrives. */
+  readonly reached: Promise<HeldAlarmRequest>;
+  /** Requests held so far. */
+  held(): readonly HeldAlarmRequest[];
+  /** Lets the held requests (and later ones) through, and ends the hold. */
+  release(): void;
+}
+
+/** One alarm API request as answered (`GET /_sim/journal`). */
+export interface AlarmJournalEntry {
+  readonly seq: number;
+  readonly time: string;
+  readonly method: string;
+  readonly tenant: string;
+  readonly server_id: string;
+  readonly alarm_id: string | null;
+  readonly status: number;
+  /** The hold that made it wait, if any. */
+  readonly held_by: string | null;
+}
+
 /** A running Server Notifier sim. */
 export interface ServerNotifierSim {
   /** Base URL, the `ServerNotifierUri` to give the VNFM. */
@@ -88,6 +127,13 @@ export interface ServerNotifierSim {
   deliveries(): readonly SimDelivery[];
   /** Registered alarms. */
   alarms(): readonly SimAlarm[];
+  /**
+   * Holds alarm API requests from now on (default: `DELETE`, i.e. alarm removals; optionally only
+   * those of `serverId`) until `release()`. Same as `POST /_sim/holds`.
+   */
+  holdAlarmRequests(opts?: { method?: 'POST' | 'DELETE'; serverId?: string }): AlarmRequestHold;
+  /** Alarm API requests answered so far, oldest first (also `GET /_sim/journal`). */
+  journal(): readonly AlarmJournalEntry[];
   /** Waits until deliveries in flight are done. */
   drain(): Promise<void>;
   close(): Promise<void>;
@@ -274,6 +320,60 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
 
   const alarmDoc = (a: SimAlarm): Record<string, unknown> => ({ ...a, fault_id: [...a.fault_id] });
 
+  // Holds and the journal of the alarm API.
+  interface Hold {
+    id: string;
+    method: 'POST' | 'DELETE';
+    serverId: string | undefined;
+    held: HeldAlarmRequest[];
+    released: boolean;
+    reached: Promise<HeldAlarmRequest>;
+    onReached: (h: HeldAlarmRequest) => void;
+    gate: Promise<void>;
+    open: () => void;
+  }
+  const holds = new Map<string, Hold>();
+  const journal: AlarmJournalEntry[] = [];
+  let journalSeq = 0;
+  const createHold = (method: 'POST' | 'DELETE', serverId: string | undefined): Hold => {
+    let onReached!: (h: HeldAlarmRequest) => void;
+    let open!: () => void;
+    const h: Hold = {
+      id: randomUUID(),
+      method,
+      serverId,
+      held: [],
+      released: false,
+      reached: new Promise<HeldAlarmRequest>((r) => (onReached = r)),
+      onReached: (x) => onReached(x),
+      gate: new Promise<void>((r) => (open = r)),
+      open: () => open(),
+    };
+    holds.set(h.id, h);
+    return h;
+  };
+  const releaseHold = (id: string): Hold | undefined => {
+    const h = holds.get(id);
+    if (!h) return undefined;
+    holds.delete(id);
+    h.released = true;
+    h.open();
+    logger.info({ holdId: id, held: h.held.length }, 'alarm request hold released');
+    return h;
+  };
+  const holdDoc = (h: Hold): Record<string, unknown> => ({ id: h.id, method: h.method, server_id: h.serverId ?? null, released: h.released, held: h.held });
+  /** Waits while a hold matches this request; returns the hold that made it wait. */
+  const holdPoint = async (method: string, tenant: string, serverId: string, alarmId: string | undefined): Promise<string | null> => {
+    const h = [...holds.values()].find((x) => x.method === method && (x.serverId === undefined || x.serverId === serverId));
+    if (!h) return null;
+    const entry: HeldAlarmRequest = { holdId: h.id, method: h.method, tenant, server_id: serverId, ...(alarmId === undefined ? {} : { alarm_id: alarmId }), time: new Date().toISOString() };
+    h.held.push(entry);
+    h.onReached(entry);
+    logger.info({ holdId: h.id, method, serverId, alarmId }, 'alarm request held');
+    await h.gate;
+    return h.id;
+  };
+
   const route = async (req: IncomingMessage, path: string[], body: unknown): Promise<Reply> => {
     const method = req.method ?? 'GET';
     if (path[0] === '_sim') {
@@ -286,6 +386,27 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
         return { status: 204 };
       }
       if (what === 'alarms' && method === 'GET') return { status: 200, body: { alarms: [...alarms.values()].map(alarmDoc) } };
+      if (what === 'journal' && method === 'GET') return { status: 200, body: { journal } };
+      if (what === 'holds') {
+        const hid = path[2];
+        if (hid === undefined && method === 'POST') {
+          const m = isObj(body) && body.method !== undefined ? body.method : 'DELETE';
+          if (m !== 'DELETE' && m !== 'POST') throw new HttpError(400, 'method must be DELETE or POST');
+          const sid = isObj(body) && typeof body.server_id === 'string' && body.server_id !== '' ? body.server_id : undefined;
+          return { status: 201, body: { hold: holdDoc(createHold(m, sid)) } };
+        }
+        if (hid === undefined && method === 'GET') return { status: 200, body: { holds: [...holds.values()].map(holdDoc) } };
+        if (hid !== undefined && method === 'GET') {
+          const h = holds.get(hid);
+          if (!h) throw new HttpError(404, `No active hold ${hid}`);
+          return { status: 200, body: { hold: holdDoc(h) } };
+        }
+        if (hid !== undefined && method === 'DELETE') {
+          const h = releaseHold(hid);
+          if (!h) throw new HttpError(404, `No active hold ${hid}`);
+          return { status: 200, body: { hold: holdDoc(h) } };
+        }
+      }
       if (what === 'state' && method === 'GET') {
         return { status: 200, body: { alarms: [...alarms.values()].map(alarmDoc), deliveries, auth: authMode } };
       }
@@ -330,6 +451,21 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
       }
     }
     const alarmId = path[5];
+    const heldBy = method === 'POST' || method === 'DELETE' ? await holdPoint(method, tenant, serverId, alarmId) : null;
+    let reply: Reply;
+    try {
+      reply = alarmApi(method, tenant, serverId, alarmId, body);
+    } catch (e) {
+      if (!(e instanceof HttpError)) throw e;
+      reply = { status: e.status, body: { error: { code: e.status, message: e.message } } };
+    }
+    journal.push({ seq: ++journalSeq, time: new Date().toISOString(), method, tenant, server_id: serverId, alarm_id: alarmId ?? ((reply.body as { alarm_id?: string } | undefined)?.alarm_id ?? null), status: reply.status, held_by: heldBy });
+    if (journal.length > 5000) journal.splice(0, journal.length - 5000);
+    return reply;
+  };
+
+  /** The alarm API proper (after authentication and holds). */
+  const alarmApi = (method: string, tenant: string, serverId: string, alarmId: string | undefined, body: unknown): Reply => {
     if (alarmId === undefined) {
       if (method === 'GET') {
         const list = [...alarms.values()].filter((a) => a.tenant === tenant && a.server_id === serverId);
@@ -358,7 +494,7 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
       throw new HttpError(405, 'Method not allowed');
     }
     const alarm = alarms.get(alarmId);
-    if (!alarm || alarm.server_id !== serverId || alarm.tenant !== tenant) throw new HttpError(404, `Alarm ${alarmId} not found`);
+    if (!alarm || alarm.server_id !== serverId || alarm.tenant !== tenant) return { status: 404, body: { error: { code: 404, message: `Alarm ${alarmId} not found` } } };
     if (method === 'GET') return { status: 200, body: alarmDoc(alarm) };
     if (method === 'DELETE') {
       alarms.delete(alarmId);
@@ -396,6 +532,7 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
   const h = opts.host === undefined || opts.host === '0.0.0.0' || opts.host === '::' ? '127.0.0.1' : opts.host;
   const url = `http://${h}:${addr.port}`;
   const close = async (): Promise<void> => {
+    for (const id of [...holds.keys()]) releaseHold(id);
     while (inflight.size > 0) await Promise.allSettled([...inflight]);
     await new Promise<void>((resolve) => {
       server.close(() => resolve());
@@ -422,6 +559,11 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
     url,
     deliveries: () => deliveries,
     alarms: () => [...alarms.values()],
+    holdAlarmRequests: (o = {}) => {
+      const h = createHold(o.method ?? 'DELETE', o.serverId);
+      return { id: h.id, reached: h.reached, held: () => h.held, release: () => void releaseHold(h.id) };
+    },
+    journal: () => journal,
     drain: async () => {
       while (inflight.size > 0) await Promise.allSettled([...inflight]);
     },

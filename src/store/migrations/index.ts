@@ -122,9 +122,28 @@ const m001: Migration = {
   },
 };
 
+/**
+ * Keyset indexes of the SQL lists (src/api/sol/sql-list.ts): every list reads `order by created_at,
+ * id` after a cursor `(created_at, id) > (...)`, so a page is an index range scan. Named after the
+ * registered migrations (100-120) so databases that already ran those apply it in order.
+ */
+const m130: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`create index if not exists vnf_instance_list on vnf_instance (created_at, id)`.execute(db);
+    await sql`create index if not exists vnf_instance_list_state on vnf_instance (instantiation_state, created_at, id)`.execute(db);
+    // equality / in filters on the instance name (the most common "find my VNF" query)
+    await sql`create index if not exists vnf_instance_name on vnf_instance (vnf_instance_name)`.execute(db);
+    await sql`create index if not exists op_occ_list on op_occ (created_at, id)`.execute(db);
+    await sql`create index if not exists op_occ_list_state on op_occ (operation_state, created_at, id)`.execute(db);
+    await sql`create index if not exists subscription_list on subscription (created_at, id)`.execute(db);
+    await sql`create index if not exists vnf_package_list on vnf_package (created_at, id)`.execute(db);
+  },
+};
+
 /** Every migration, in order. */
 export const MIGRATIONS: Record<string, Migration> = {
   '001_initial': m001,
+  '130_list_keyset_indexes': m130,
 };
 
 class StaticProvider implements MigrationProvider {
@@ -142,6 +161,11 @@ const registered: Record<string, Migration> = {};
  */
 export function registerMigration(name: string, m: Migration): void {
   registered[name] = m;
+}
+
+/** Every migration known in this process (core and registered), by name. */
+export function knownMigrations(): Record<string, Migration> {
+  return { ...MIGRATIONS, ...registered };
 }
 
 /** Applies every pending migration; throws with the failing migration's name. */

@@ -88,6 +88,8 @@ export function makeCtx(
     levelId?: string;
     waitMs?: number;
     onCheckpoint?: (state: Record<string, unknown>) => void;
+    /** The op's abort signal (lease lost, shutdown). */
+    signal?: AbortSignal;
   } = {},
 ): InfraContext {
   const flavour = fx.vnfd.flavours.simple;
@@ -124,6 +126,9 @@ export function makeCtx(
     leaseOwner: null,
     leaseUntil: null,
     attempts: 1,
+    stepAttempts: 0,
+    nextAttemptAt: null,
+    leaseEpoch: 1,
     apiVersion: 'v2',
     createdAt: new Date(),
   };
@@ -141,6 +146,7 @@ export function makeCtx(
       JSON.parse(JSON.stringify(state));
       opts.onCheckpoint?.(state);
     },
+    signal: opts.signal ?? new AbortController().signal,
     targetScaleLevels: scaleLevels,
     targetVduCounts: vnfcCountAtLevel(flavour, undefined, scaleLevels),
     log: createLogger('debug', sink),

@@ -270,6 +270,23 @@ describe('kubernetes driver: drift, resume, conflicts, timeouts', () => {
     assert.equal((await fx.kube.list('v1', 'Pod', 'edge-d', { labelSelector: `${INSTANCE_LABEL}=${other.id}` })).items.length, 0);
   });
 
+  test('observe: a deleted namespace is VNFM_ERR_INFRA_STACK_MISSING, never "no resources" (except where nothing is expected)', async () => {
+    await fx.kube.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: 'edge-e' } });
+    const inst = await instantiate('edge-e');
+    assert.ok((await observe(inst)).vnfcs.length > 0);
+    await fx.kube.delete({ apiVersion: 'v1', kind: 'Namespace', name: 'edge-e' });
+    for (let i = 0; i < 1500 && (await fx.kube.get({ apiVersion: 'v1', kind: 'Namespace', name: 'edge-e' })) !== undefined; i++) await sleep(20);
+    await assert.rejects(observe(inst), (e: unknown) => {
+      assert.ok(isVnfmError(e, 'VNFM_ERR_INFRA_STACK_MISSING'), String(e));
+      assert.equal(e.retryable, false);
+      assert.match(e.message, /namespace edge-e does not exist/);
+      return true;
+    });
+    // A terminate, or an instantiate that has not created anything yet, legitimately finds nothing.
+    assert.deepEqual((await driver.observe(makeCtx(fx, inst, { operation: 'TERMINATE', scaleLevels: LEVELS }))).vnfcs, []);
+    assert.deepEqual((await driver.observe(makeCtx(fx, inst, { operation: 'INSTANTIATE', scaleLevels: LEVELS }))).vnfcs, []);
+  });
+
   test('API client: 404 -> undefined/gone, uid precondition -> 409, bad token or untrusted TLS -> VIM_FAILED, no server -> VIM_UNREACHABLE', async () => {
     const ref = { apiVersion: 'v1', kind: 'ConfigMap', name: 'cm1', namespace: 'edge-c' };
     assert.equal(await fx.kube.get(ref), undefined);

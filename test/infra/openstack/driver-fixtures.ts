@@ -108,6 +108,9 @@ export function makeContext(o: ContextOptions): TestContext {
     leaseOwner: null,
     leaseUntil: null,
     attempts: 1,
+    stepAttempts: 0,
+    nextAttemptAt: null,
+    leaseEpoch: 1,
     apiVersion: 'v2',
     createdAt: new Date(),
   } satisfies OpOccRecord;
@@ -124,6 +127,7 @@ export function makeContext(o: ContextOptions): TestContext {
     async checkpoint() {
       ctx.checkpoints += 1;
     },
+    signal: new AbortController().signal,
     targetScaleLevels: o.scaleLevels ?? {},
     targetVduCounts: { ...o.vduCounts },
     log: pino({ level: process.env.VNFM_TEST_LOG ?? 'silent' }),

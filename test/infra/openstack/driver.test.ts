@@ -334,8 +334,34 @@ describe('OpenStack driver on the simulated OpenStack (vm-basic)', { timeout: 60
     }
     const missing = makeContext({ instanceId: 'vm-basic-4', pkg, vim: vimOf(sim), vduCounts: { VDU1: 1, VDU2: 1 } });
     await assert.rejects(driver.heal(missing, { targets: [], entire: false, includeStorage: false, additionalParams: {} }).then(() => driver.scale(missing, scalePlan('SCALE_OUT', 'VDU1_scale', 0, 1))), (e: unknown) =>
-      isVnfmError(e, 'VNFM_ERR_VIM_FAILED'),
+      isVnfmError(e, 'VNFM_ERR_INFRA_STACK_MISSING'),
     );
+  });
+
+  it('observe: a missing stack is VNFM_ERR_INFRA_STACK_MISSING (terminal), except for an instantiate before its create and a terminate', async () => {
+    const none = makeContext({ instanceId: 'vm-basic-never', pkg, vim: vimOf(sim), vduCounts: { VDU1: 1, VDU2: 1 } });
+    assert.deepEqual((await driver.observe(none)).vnfcs, [], 'INSTANTIATE that created nothing yet: nothing expected');
+    newOp(none, 'TERMINATE');
+    assert.deepEqual((await driver.observe(none)).vnfcs, [], 'TERMINATE: nothing expected');
+    for (const op of ['HEAL', 'SCALE', 'MODIFY_INFO'] as const) {
+      newOp(none, op);
+      await assert.rejects(driver.observe(none), (e: unknown) => {
+        assert.ok(isVnfmError(e, 'VNFM_ERR_INFRA_STACK_MISSING'), String(e));
+        assert.equal(e.retryable, false, 'terminal: retrying cannot bring the stack back');
+        assert.match(e.message, /Heat stack vnf-vm-basic-never of VNF instance vm-basic-never does not exist any more/);
+        return true;
+      });
+    }
+    // An instantiate whose stack was created and then deleted behind its back: missing too.
+    const made = makeContext({ instanceId: 'vm-basic-gone', pkg, vim: vimOf(sim), vduCounts: { VDU1: 1, VDU2: 1 } });
+    await driver.instantiate(made, {});
+    const created = await driver.observe(made);
+    assert.ok(created.vnfcs.length > 0);
+    newOp(made, 'TERMINATE');
+    await driver.terminate(made, {});
+    newOp(made, 'INSTANTIATE');
+    made.state.stack = `vnf-vm-basic-gone/${String(created.metadata?.stack_id)}`;
+    await assert.rejects(driver.observe(made), (e: unknown) => isVnfmError(e, 'VNFM_ERR_INFRA_STACK_MISSING'));
   });
 
   it('times out with LCM_TIMEOUT when the stack does not settle in time', async () => {

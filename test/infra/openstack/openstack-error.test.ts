@@ -47,6 +47,21 @@ describe('OpenStackError', () => {
     assert.equal(g.name, 'OpenStackError');
   });
 
+  it('classifies answers: 5xx (but 501/505), 408, 429 with its Retry-After retryable; other 4xx terminal', () => {
+    const of = (status: number, bodyText = '', headers?: Headers) => OpenStackError.fromResponse({ service: 'heat', method: 'GET', url: 'http://h/x', status, bodyText, ...(headers ? { headers } : {}) });
+    for (const s of [500, 502, 503, 504, 408]) assert.equal(of(s).retryable, true, String(s));
+    for (const s of [400, 401, 403, 404, 409, 413, 422, 501, 505]) assert.equal(of(s).retryable, false, String(s));
+    const throttled = of(429, '{"error": {"message": "Rate limit exceeded"}}', new Headers({ 'Retry-After': '7' }));
+    assert.equal(throttled.retryable, true);
+    assert.equal(throttled.retryAfterMs, 7000);
+    assert.equal(throttled.code, 'VNFM_ERR_VIM_UNREACHABLE');
+    assert.equal(of(503, '', new Headers({ 'Retry-After': '2' })).retryAfterMs, 2000);
+    assert.equal(of(400, '', new Headers({ 'Retry-After': '2' })).retryAfterMs, undefined, 'no hint on a terminal error');
+    const quota = of(403, '{"forbidden": {"code": 403, "message": "Quota exceeded for instances"}}');
+    assert.equal(quota.retryable, false);
+    assert.equal(quota.code, 'VNFM_ERR_VIM_FAILED');
+  });
+
   it('never carries passwords or tokens', () => {
     const token = 'gAAAAABmZ2xhbmtfdG9rZW5fdmFsdWVfaGVyZV8xMjM0NTY3ODkw';
     const e = OpenStackError.fromResponse({

@@ -198,6 +198,58 @@ describe('Server Notifier sim', () => {
     assert.ok(d.error);
   });
 
+  it('holds alarm removals until released (in process and over /_sim/holds); the journal shows each answer', async () => {
+    const open = await startServerNotifierSim({ auth: 'none' });
+    try {
+      const reg = (server: string) => call('POST', `${open.url}/v2/admin/servers/${server}/alarms`, undefined, { fault_action: `${receiverUrl}/n`, fault_id: ['1234'] });
+      const a = (await reg('srv-a')).body.alarm_id as string;
+      const b = (await reg('srv-b')).body.alarm_id as string;
+      const hold = open.holdAlarmRequests({ serverId: 'srv-a' });
+      // Only srv-a's DELETE is held: srv-b's goes through.
+      assert.equal((await call('DELETE', `${open.url}/v2/admin/servers/srv-b/alarms/${b}`)).status, 204);
+      const pending = call('DELETE', `${open.url}/v2/admin/servers/srv-a/alarms/${a}`);
+      const held = await hold.reached;
+      assert.deepEqual([held.method, held.server_id, held.alarm_id], ['DELETE', 'srv-a', a]);
+      assert.equal(open.alarms().some((x) => x.alarm_id === a), true, 'not applied while held');
+      hold.release();
+      assert.equal((await pending).status, 204);
+      assert.equal(open.alarms().length, 0);
+      // Repeating the removal: 404 (what the VNFM counts as done).
+      assert.equal((await call('DELETE', `${open.url}/v2/admin/servers/srv-a/alarms/${a}`)).status, 404);
+      const j = open.journal().filter((e) => e.method === 'DELETE').map((e) => [e.server_id, e.alarm_id, e.status, e.held_by]);
+      assert.deepEqual(j, [
+        ['srv-b', b, 204, null],
+        ['srv-a', a, 204, hold.id],
+        ['srv-a', a, 404, null],
+      ]);
+
+      // The same over HTTP, for registrations, with a client that gives up while held.
+      const h = await call('POST', `${open.url}/_sim/holds`, undefined, { method: 'POST' }, admin);
+      assert.equal(h.status, 201, JSON.stringify(h.body));
+      const ac = new AbortController();
+      const gaveUp = fetch(`${open.url}/v2/admin/servers/srv-c/alarms`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ fault_action: `${receiverUrl}/n`, fault_id: ['1'] }), signal: ac.signal }).catch((e: Error) => e.name);
+      let listed: Doc;
+      for (;;) {
+        listed = (await call('GET', `${open.url}/_sim/holds/${h.body.hold.id}`, undefined, undefined, admin)).body.hold;
+        if (listed.held.length > 0) break;
+        await new Promise((r) => setTimeout(r, 10));
+      }
+      assert.equal(listed.held[0].server_id, 'srv-c');
+      ac.abort();
+      assert.equal(await gaveUp, 'AbortError');
+      const rel = await call('DELETE', `${open.url}/_sim/holds/${h.body.hold.id}`, undefined, undefined, admin);
+      assert.equal(rel.status, 200);
+      assert.equal(rel.body.hold.released, true);
+      assert.equal((await call('DELETE', `${open.url}/_sim/holds/${h.body.hold.id}`, undefined, undefined, admin)).status, 404);
+      // Released: the registration is applied even though its client is gone.
+      for (let i = 0; i < 500 && !open.alarms().some((x) => x.server_id === 'srv-c'); i++) await new Promise((r) => setTimeout(r, 10));
+      assert.equal(open.alarms().filter((x) => x.server_id === 'srv-c').length, 1);
+      assert.equal((await call('GET', `${open.url}/_sim/journal`, undefined, undefined, admin)).body.journal.length, open.journal().length);
+    } finally {
+      await open.close();
+    }
+  });
+
   it('can run without authentication, as Tacker sample MgmtDriver expects', async () => {
     const open = await startServerNotifierSim({ auth: 'none' });
     try {

@@ -20,6 +20,8 @@ export interface AlarmClientOptions {
   backoffMs?: number;
   /** fetch implementation (tests). @default globalThis.fetch */
   fetch?: typeof fetch;
+  /** The op's signal: cancels requests and back-off sleeps (lease lost, shutdown). */
+  signal?: AbortSignal;
 }
 
 /** Result of an unregistration. */
@@ -37,6 +39,7 @@ export class ServerNotifierClient {
   private readonly attempts: number;
   private readonly backoffMs: number;
   private readonly fetchImpl: typeof fetch;
+  private readonly signal: AbortSignal | undefined;
 
   constructor(
     uri: string,
@@ -49,6 +52,7 @@ export class ServerNotifierClient {
     this.attempts = Math.max(1, opts.attempts ?? 3);
     this.backoffMs = opts.backoffMs ?? 200;
     this.fetchImpl = opts.fetch ?? globalThis.fetch;
+    this.signal = opts.signal;
   }
 
   private alarmsUrl(serverId: string): string {
@@ -60,20 +64,27 @@ export class ServerNotifierClient {
     const tok = await this.token();
     if (tok) headers['X-Auth-Token'] = tok;
     if (body !== undefined) headers['Content-Type'] = 'application/json';
-    const res = await this.fetchImpl(url, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: AbortSignal.timeout(this.timeoutMs) });
+    const res = await this.fetchImpl(url, { method, headers, ...(body !== undefined ? { body: JSON.stringify(body) } : {}), signal: this.signal ? AbortSignal.any([AbortSignal.timeout(this.timeoutMs), this.signal]) : AbortSignal.timeout(this.timeoutMs) });
     return { status: res.status, text: await res.text() };
   }
 
   private async withRetry<T>(what: string, fn: () => Promise<{ done: true; value: T } | { done: false; retry: boolean; error: string }>): Promise<T> {
     let last = '';
+    let retryable = false;
     for (let i = 0; i < this.attempts; i++) {
+      this.signal?.throwIfAborted();
       if (i > 0) await new Promise((r) => setTimeout(r, this.backoffMs * 2 ** (i - 1)));
+      this.signal?.throwIfAborted();
       const r = await fn();
       if (r.done) return r.value;
       last = r.error;
+      retryable = r.retry;
       if (!r.retry) break;
     }
-    throw vnfmError('VNFM_ERR_MGMT_FAILED', `Server Notifier ${what} failed: ${last}`, { retryable: true });
+    // Retryable (the engine runs the hook step again later) only when the last failure was one the
+    // call itself would have repeated: a POST surely not processed, a DELETE that failed transiently.
+    // A refused request (4xx) or an ambiguous POST (timeout, 5xx) is terminal: no orphan alarm.
+    throw vnfmError('VNFM_ERR_MGMT_FAILED', `Server Notifier ${what} failed: ${last}`, { retryable });
   }
 
   /** Registers the server; returns the alarm id. */

@@ -16,6 +16,11 @@
  * Every registration and removal is journaled in the op's persisted driver state before the next
  * one starts, so a retry continues where the failure happened (no second alarm for a server, no
  * missing one) and a rollback knows exactly what to remove.
+ *
+ * The removal hooks are idempotent by construction (an alarm DELETE answered 404 is done, removals
+ * are journaled), so the driver declares them so ({@link ServerNotifierMgmtDriver.idempotent}):
+ * when the VNFM dies inside one, the restarted VNFM resumes the step by itself instead of leaving
+ * the operation (often an automatic heal) FAILED_TEMP for a person.
  */
 import { createHash } from 'node:crypto';
 import { vnfmError } from '../../../errors.ts';
@@ -54,6 +59,13 @@ interface Journal {
 }
 
 const HANDLED = new Set<HookName>(['instantiate_end', 'instantiate_rollback_start', 'terminate_start', 'scale_start', 'scale_end', 'scale_rollback_start', 'heal_start', 'heal_end']);
+
+/**
+ * Hooks that only remove alarms: repeating them after an interruption is safe (a removal already
+ * made answers 404, which counts as done; each removal is journaled). Registration hooks are not:
+ * a POST repeated after a lost answer would leave an orphan alarm.
+ */
+const REMOVAL_HOOKS = new Set<HookName>(['instantiate_rollback_start', 'terminate_start', 'scale_start', 'scale_rollback_start', 'heal_start']);
 
 function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
@@ -117,6 +129,11 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     if (ctx.hook === 'scale_start' && ctx.request.type !== 'SCALE_IN') return false;
     if (ctx.hook === 'scale_end' && ctx.request.type !== 'SCALE_OUT') return false;
     return settingsOf(ctx, journal) !== undefined;
+  }
+
+  /** Alarm removal hooks are idempotent (404 = done, journaled): a crash inside them is resumed automatically. */
+  idempotent(ctx: MgmtContext): boolean {
+    return REMOVAL_HOOKS.has(ctx.hook);
   }
 
   async run(ctx: MgmtContext): Promise<MgmtResult | undefined> {
@@ -254,7 +271,7 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     const ai = vim?.accessInfo ?? {};
     const tenant = str(ai.project) ?? str(ai.projectName) ?? str(ai.tenant) ?? str(ai.projectId) ?? str(ai.tenantId);
     if (!tenant) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'Server Notifier: the VIM connection names no project (accessInfo.project), which is the tenant of the alarm API');
-    return new ServerNotifierClient(uri, tenant, async () => (auth ? auth.getToken() : undefined), this.opts);
+    return new ServerNotifierClient(uri, tenant, async () => (auth ? auth.getToken() : undefined), { ...this.opts, signal: ctx.signal });
   }
 
   /** A cached Keystone session for a VIM connection with Keystone credentials, else undefined. */

@@ -1,0 +1,30 @@
+/**
+ * Columns of the package layer added after the core schema, registered at import time (like the
+ * LCM and auto-heal ones) with a name that sorts after every earlier migration.
+ *
+ * - `vnf_package.onboard_attempts`: onboarding attempts started for the current content (reset by
+ *   an upload). A package found PROCESSING at start-up is onboarded again only while this is below
+ *   2 (the first attempt plus one resume); otherwise it is marked ERROR, so a package that takes
+ *   the VNFM down cannot do it again on every start.
+ */
+import type { ColumnType, Kysely, Migration } from 'kysely';
+import { sql } from 'kysely';
+import { registerMigration } from '../store/migrations/index.ts';
+
+declare module '../store/schema.ts' {
+  interface VnfPackageTable {
+    /** Onboarding attempts started for the current content. */
+    onboard_attempts: ColumnType<number, number | undefined, number>;
+  }
+}
+
+/** Name of the migration (sorts after the core, auto-heal, LCM and notification ones). */
+export const PACKAGE_ONBOARD_ATTEMPTS_MIGRATION = '140_vnf_package_onboard_attempts';
+
+const m130: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`alter table vnf_package add column onboard_attempts integer not null default 0`.execute(db);
+  },
+};
+
+registerMigration(PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m130);

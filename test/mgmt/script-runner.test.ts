@@ -1,0 +1,105 @@
+/**
+ * Hook scripts and the op's AbortSignal: when the op must stop (lease lost, VNFM shutting down) the
+ * running script gets SIGTERM, and SIGKILL when it ignores that for the kill grace period; the hook
+ * ends with the terminal `VNFM_ERR_LCM_INTERRUPTED`. Positions are taken from the script's own
+ * marker file (it writes its pid once it runs), never from sleeps.
+ */
+import assert from 'node:assert/strict';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, it } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { isVnfmError } from '../../src/errors.ts';
+import { createLogger } from '../../src/logger.ts';
+import type { MgmtContext } from '../../src/mgmt/mgmt-driver.ts';
+import { ScriptMgmtDriver } from '../../src/mgmt/script-runner.ts';
+
+let work: string;
+
+before(() => {
+  work = mkdtempSync(join(tmpdir(), 'vnfm-hook-test-'));
+});
+after(() => {
+  rmSync(work, { recursive: true, force: true });
+});
+
+/** A context running `script` as the heal_start hook; the script writes `<pid>` to `marker` first. */
+function contextFor(script: string, signal: AbortSignal): MgmtContext {
+  const file = 'Scripts/hook.sh';
+  return {
+    hook: 'heal_start',
+    instance: { id: 'i-1' },
+    opOcc: { id: 'o-1', operation: 'HEAL' },
+    request: {},
+    vnfd: {},
+    flavour: { lcmHooks: { heal_start: { hook: 'heal_start', artifactName: 'hook', file, type: 'tosca.artifacts.Implementation.Bash' } } },
+    vim: undefined,
+    grantRequest: null,
+    grant: null,
+    files: async () => new Map([[file, Buffer.from(script)]]),
+    state: {},
+    checkpoint: async () => undefined,
+    signal,
+    log: createLogger('silent'),
+    config: {},
+    publicUrl: 'http://127.0.0.1:9890',
+  } as unknown as MgmtContext;
+}
+
+async function pidFrom(marker: string): Promise<number> {
+  for (;;) {
+    if (existsSync(marker)) {
+      const t = readFileSync(marker, 'utf8').trim();
+      if (t !== '') return Number(t);
+    }
+    await sleep(10);
+  }
+}
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+describe('hook scripts stop with the operation', () => {
+  it('SIGTERM on abort: the script ends and the hook fails with VNFM_ERR_LCM_INTERRUPTED', async () => {
+    const marker = join(work, 'term');
+    const script = ['#!/bin/sh', 'cat >/dev/null', `echo $$ > '${marker}'`, 'exec sleep 600', ''].join('\n');
+    const ac = new AbortController();
+    const run = new ScriptMgmtDriver(600_000, 60_000).run(contextFor(script, ac.signal));
+    const pid = await pidFrom(marker);
+    ac.abort(new Error('the VNFM is shutting down'));
+    await assert.rejects(run, (e: unknown) => {
+      assert.ok(isVnfmError(e, 'VNFM_ERR_LCM_INTERRUPTED'), String(e));
+      assert.equal(e.retryable, false);
+      assert.match(e.message, /SIGTERM/);
+      assert.match(e.message, /the VNFM is shutting down/);
+      return true;
+    });
+    assert.equal(alive(pid), false, 'the script process is gone');
+  });
+
+  it('SIGKILL after the kill grace when the script ignores SIGTERM', async () => {
+    const marker = join(work, 'kill');
+    const script = ['#!/bin/sh', "trap '' TERM", 'cat >/dev/null', `echo $$ > '${marker}'`, 'while :; do sleep 0.05; done', ''].join('\n');
+    const ac = new AbortController();
+    const run = new ScriptMgmtDriver(600_000, 100).run(contextFor(script, ac.signal));
+    const pid = await pidFrom(marker);
+    ac.abort(new Error('lease lost'));
+    await assert.rejects(run, (e: unknown) => isVnfmError(e, 'VNFM_ERR_LCM_INTERRUPTED') && /SIGKILL/.test(e.message));
+    assert.equal(alive(pid), false);
+  });
+
+  it('an already aborted op does not start the script', async () => {
+    const marker = join(work, 'never');
+    const ac = new AbortController();
+    ac.abort(new Error('lease lost'));
+    await assert.rejects(new ScriptMgmtDriver().run(contextFor(`#!/bin/sh\necho $$ > '${marker}'\n`, ac.signal)), (e: unknown) => isVnfmError(e, 'VNFM_ERR_LCM_INTERRUPTED'));
+    assert.equal(existsSync(marker), false);
+  });
+});
