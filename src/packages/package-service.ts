@@ -11,6 +11,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
+import { defaultConfig, type VnfmConfig } from '../config.ts';
 import { vnfmError } from '../errors.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
@@ -21,28 +22,10 @@ import { PackageError } from './package-error.ts';
 import type { VnfPackageModel } from './vnfd-model.ts';
 
 /** Onboarding limits (the `packages` section of the config). */
-export interface PackageLimits {
-  maxFileBytes: number;
-  maxVnfdBytes: number;
-  maxTotalBytes: number;
-  maxEntries: number;
-  maxOldGenerationSizeMb: number;
-  onboardTimeoutMs: number;
-  maxConcurrentOnboardings: number;
-  busyRetryAfterSeconds: number;
-}
+export type PackageLimits = VnfmConfig['packages'];
 
-/** Defaults of {@link PackageLimits} (same as src/config.ts). */
-export const DEFAULT_PACKAGE_LIMITS: PackageLimits = {
-  maxFileBytes: 16 * 1024 * 1024,
-  maxVnfdBytes: 4 * 1024 * 1024,
-  maxTotalBytes: 512 * 1024 * 1024,
-  maxEntries: 10_000,
-  maxOldGenerationSizeMb: 256,
-  onboardTimeoutMs: 60_000,
-  maxConcurrentOnboardings: 2,
-  busyRetryAfterSeconds: 5,
-};
+/** Defaults of {@link PackageLimits}: those of the config module. */
+export const DEFAULT_PACKAGE_LIMITS: PackageLimits = defaultConfig().packages;
 
 /** Onboarding attempts of one content: the first one plus one resume at start-up. */
 export const MAX_ONBOARD_ATTEMPTS = 2;
@@ -82,7 +65,8 @@ const COLS = [
   'created_at',
 ] as const;
 
-function toRecord(r: Record<string, unknown>): PackageRecord {
+/** A `vnf_package` row (content excluded) as a {@link PackageRecord}. */
+export function packageFromRow(r: Record<string, unknown>): PackageRecord {
   return {
     id: r.id as string,
     onboardingState: r.onboarding_state as PackageRecord['onboardingState'],
@@ -165,20 +149,20 @@ export class PackageService {
   async get(id: string): Promise<PackageRecord> {
     const r = await this.db.selectFrom('vnf_package').select(COLS).where('id', '=', id).executeTakeFirst();
     if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `VNF package ${id} not found`);
-    return toRecord(r);
+    return packageFromRow(r);
   }
 
   /** All packages, oldest first. */
   async list(): Promise<PackageRecord[]> {
     const rows = await this.db.selectFrom('vnf_package').select(COLS).orderBy('created_at').orderBy('id').execute();
-    return rows.map(toRecord);
+    return rows.map(packageFromRow);
   }
 
   /** The onboarded package that carries a VNFD id, or 404. */
   async getOnboardedByVnfdId(vnfdId: string): Promise<PackageRecord> {
     const r = await this.db.selectFrom('vnf_package').select(COLS).where('vnfd_id', '=', vnfdId).where('onboarding_state', '=', 'ONBOARDED').executeTakeFirst();
     if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `no onboarded VNF package with vnfdId ${vnfdId}`);
-    return toRecord(r);
+    return packageFromRow(r);
   }
 
   /** The raw CSAR of a package (404 when none was uploaded). */

@@ -7,7 +7,7 @@ import { zipSync } from 'fflate';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { VnfmError, vnfmError } from '../../errors.ts';
-import type { PackageRecord } from '../../packages/package-service.ts';
+import { type PackageRecord, packageFromRow } from '../../packages/package-service.ts';
 import type { AppContext } from '../context.ts';
 import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
 
@@ -56,24 +56,10 @@ export function packageListSpec(publicUrl: string): SqlListSpec {
     // re-check of every row keeps the column conditions exact)
     where: [],
     presence: { checksum: sql<boolean>`checksum is not null and jsonb_typeof(checksum) <> 'null'`, onboardingFailureDetails: sql<boolean>`onboarding_state = 'ERROR' and onboarding_error is not null` },
+    // vnfd is never read by lists (a large column)
     toApi: (r) =>
       packageToApi(
-        {
-          id: r.id as string,
-          onboardingState: r.onboarding_state as PackageRecord['onboardingState'],
-          operationalState: r.operational_state as PackageRecord['operationalState'],
-          usageState: r.usage_state as PackageRecord['usageState'],
-          vnfdId: r.vnfd_id as string | null,
-          vnfProvider: r.vnf_provider as string | null,
-          vnfProductName: r.vnf_product_name as string | null,
-          vnfSoftwareVersion: r.vnf_software_version as string | null,
-          vnfdVersion: r.vnfd_version as string | null,
-          checksum: r.checksum as PackageRecord['checksum'],
-          userDefinedData: (r.user_defined_data ?? {}) as Record<string, unknown>,
-          vnfd: null,
-          onboardingError: r.onboarding_error as string | null,
-          createdAt: new Date(r.created_at as string),
-        },
+        { ...packageFromRow(r), vnfd: null },
         publicUrl,
       ),
   };
