@@ -51,6 +51,7 @@ export class Runner extends EventEmitter {
   private loopPromise: Promise<void> | undefined;
   private wakeResolve: (() => void) | undefined;
   private readonly leases = new Map<string, OpLease>();
+  private readonly heartbeats = new Map<string, NodeJS.Timeout>();
   private wakeTimer: NodeJS.Timeout | undefined;
   private wakeAt = Number.POSITIVE_INFINITY;
   /** When the claim loop last queried for work, and its error if that query failed (readiness). */
@@ -123,8 +124,13 @@ export class Runner extends EventEmitter {
     if (!(await timedOut(all, grace))) return;
     this.abortAll(`the VNFM is shutting down (grace period of ${grace} ms over)`);
     if (!(await timedOut(all, this.opts.abortWaitMs ?? 10_000))) return;
-    // Ops that do not reach a safe point: give their leases back anyway (their writes are fenced off).
-    for (const lease of [...this.leases.values()]) await this.release(lease);
+    // Ops that do not reach a safe point: give their leases back anyway (their writes are fenced off)
+    // and stop renewing them.
+    for (const lease of [...this.leases.values()]) {
+      clearInterval(this.heartbeats.get(lease.opId));
+      lease.end();
+      await this.release(lease);
+    }
   }
 
   /** Aborts every op in flight now (their leases are released as they stop). */
@@ -236,6 +242,9 @@ export class Runner extends EventEmitter {
     });
     this.leases.set(op.id, lease);
     const hb = setInterval(() => void lease.heartbeat(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    // The heartbeat alone never keeps the process alive (the server or the op's own work does).
+    hb.unref();
+    this.heartbeats.set(op.id, hb);
     const p = this.executor
       .execute(op, resumed, lease)
       .catch((e) => this.log.error({ err: e, opOccId: op.id }, 'executor crashed'))
@@ -247,6 +256,7 @@ export class Runner extends EventEmitter {
       })
       .finally(() => {
         clearInterval(hb);
+        this.heartbeats.delete(op.id);
         this.leases.delete(op.id);
         this.inflight.delete(op.id);
         this.metrics.lcmInflight.dec();

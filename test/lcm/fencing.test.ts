@@ -43,12 +43,14 @@ interface Gate {
   release: () => void;
   wait: () => Promise<void>;
 }
+/** Every gate made, released at the end whatever happened (a failed test must not leave a call hanging). */
+const gates: Gate[] = [];
 function gate(): Gate {
   let reach!: () => void;
   let release!: () => void;
   const reached = new Promise<void>((r) => (reach = r));
   const released = new Promise<void>((r) => (release = r));
-  return {
+  const g: Gate = {
     reached,
     release,
     wait: async () => {
@@ -56,6 +58,8 @@ function gate(): Gate {
       await released;
     },
   };
+  gates.push(g);
+  return g;
 }
 
 /**
@@ -178,8 +182,10 @@ await describeStores('lease fencing and cancellation', (env: StoreEnv) => {
     const vims = new Map<string, unknown>();
     da = new TestVimDriver(vims);
     db = new TestVimDriver(vims);
-    // Leases far longer than the test: they run out only when a test expires them.
-    const config = (workerId: string) => ({ runner: { workerId, pollMs: 20, leaseMs: 60_000, concurrency: 4 }, secretKey: SECRET });
+    // Leases far longer than the test: they run out only when a test expires them. One op at a time:
+    // while A is held inside a driver call its runner claims nothing, so the op whose lease a test
+    // expires goes to the runner the test starts, not back to A.
+    const config = (workerId: string) => ({ runner: { workerId, pollMs: 20, leaseMs: 60_000, concurrency: 1 }, secretKey: SECRET });
     a = await testVnfm({ store, config: config('node-a'), plugins: [(ctx) => ctx.engine?.drivers.register(da)] });
     b = await testVnfm({ store: second, config: config('node-b'), plugins: [(ctx) => ctx.engine?.drivers.register(db)] });
     // B's own runner stays off: each test hands ops over to a runner it starts itself.
@@ -188,6 +194,7 @@ await describeStores('lease fencing and cancellation', (env: StoreEnv) => {
     await store.db.insertInto('subscription').values({ id: 'sub-f', api_version: 'v2', callback_uri: 'http://127.0.0.1:9/cb', filter: JSON.stringify(null), verbosity: 'FULL', auth_types: '[]', auth_secret: null, dedupe_key: 'f' }).execute();
   });
   after(async () => {
+    for (const g of gates) g.release();
     for (const r of extraRunners) await r.stop();
     await a?.close();
     await b?.close();
