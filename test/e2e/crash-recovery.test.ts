@@ -25,12 +25,12 @@ import { cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type ServerNotifierSim, startServerNotifierSim } from '../../src/sim/server-notifier/index.ts';
 import { freePort } from '../helpers/app.ts';
 import { ROOT } from '../helpers/packages.ts';
+import { guard as guardPromise, until as waitUntil } from '../helpers/wait.ts';
 
 const V2 = { version: '2.0.0' };
 /** Failure guards only: how long a step may take on a loaded 2-core machine before the test gives up. */
@@ -54,27 +54,8 @@ let release: string;
 // biome-ignore lint/suspicious/noExplicitAny: API JSON
 type Json = any;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, guardMs = OP_GUARD_MS, everyMs = 100): Promise<T> {
-  const end = Date.now() + guardMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what} after ${guardMs} ms`);
-    await sleep(everyMs);
-  }
-}
-
-async function guard<T>(what: string, p: Promise<T>, guardMs = OP_GUARD_MS): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    t = setTimeout(() => reject(new Error(`gave up waiting for ${what} after ${guardMs} ms`)), guardMs);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(t);
-  }
-}
+const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, guardMs = OP_GUARD_MS): Promise<T> => waitUntil(what, fn, guardMs, 100);
+const guard = <T>(what: string, p: Promise<T>, guardMs = OP_GUARD_MS): Promise<T> => guardPromise(what, p, guardMs);
 
 async function startVnfmProcess(): Promise<void> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'], {

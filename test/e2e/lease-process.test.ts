@@ -22,7 +22,6 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, it } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
 // For its side effect: every module's migrations registered, so that the PostgreSQL test database
@@ -31,6 +30,7 @@ import '../../src/server.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type StoreEnv, type TestStore, describeStores } from '../helpers/db.ts';
 import { ROOT } from '../helpers/packages.ts';
+import { guard as guardPromise, until as waitUntil } from '../helpers/wait.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: API JSON
 type Json = any;
@@ -40,27 +40,8 @@ const START_GUARD_MS = 180_000;
 const OP_GUARD_MS = 120_000;
 const GRACE_MS = 1000;
 
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, guardMs = OP_GUARD_MS, everyMs = 50): Promise<T> {
-  const end = Date.now() + guardMs;
-  for (;;) {
-    const v = await fn();
-    if (v) return v;
-    if (Date.now() > end) throw new Error(`gave up waiting for ${what} after ${guardMs} ms`);
-    await sleep(everyMs);
-  }
-}
-
-async function guard<T>(what: string, p: Promise<T>, guardMs = OP_GUARD_MS): Promise<T> {
-  let t: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    t = setTimeout(() => reject(new Error(`gave up waiting for ${what} after ${guardMs} ms`)), guardMs);
-  });
-  try {
-    return await Promise.race([p, timeout]);
-  } finally {
-    clearTimeout(t);
-  }
-}
+const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, guardMs = OP_GUARD_MS): Promise<T> => waitUntil(what, fn, guardMs, 50);
+const guard = <T>(what: string, p: Promise<T>, guardMs = OP_GUARD_MS): Promise<T> => guardPromise(what, p, guardMs);
 
 /** A `vnfm start` child process and its log lines (pino JSON on stdout). */
 interface Vnfm {
