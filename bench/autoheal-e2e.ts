@@ -25,7 +25,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { buildCsarFromDir } from '../src/packages/csar-reader.ts';
-import { startVnfm } from '../src/server.ts';
+import { startVnfm } from '../src/main/server.ts';
 import { startOpenStackSim } from '../src/sim/openstack/index.ts';
 import { startServerNotifierSim } from '../src/sim/server-notifier/index.ts';
 import { openStore } from '../src/store/db.ts';

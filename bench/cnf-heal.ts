@@ -20,7 +20,7 @@ import { Writable } from 'node:stream';
 import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { buildCsarFromDir } from '../src/packages/csar-reader.ts';
-import { startVnfm } from '../src/server.ts';
+import { startVnfm } from '../src/main/server.ts';
 import { startKubernetesSim } from '../src/sim/kubernetes/index.ts';
 import { openStore } from '../src/store/db.ts';
 import { apiClient, type Json } from './http-client.ts';

@@ -11,7 +11,7 @@ import { join } from 'node:path';
 import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { buildCsarFromDir } from '../src/packages/csar-reader.ts';
-import { startVnfm } from '../src/server.ts';
+import { startVnfm } from '../src/main/server.ts';
 import { openStore } from '../src/store/db.ts';
 import { NOOP_VIM_TYPE, NoopDriver } from './noop-driver.ts';
 

@@ -21,7 +21,7 @@ import { loadavg } from 'node:os';
 import pg from 'pg';
 import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
-import { startVnfm } from '../src/server.ts';
+import { startVnfm } from '../src/main/server.ts';
 import { json, openStore, type Store } from '../src/store/db.ts';
 
 const argv = process.argv;

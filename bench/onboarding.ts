@@ -21,7 +21,7 @@ import { resolveConfig, type ConfigInput } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { readCsar } from '../src/packages/csar-reader.ts';
 import { parseVnfPackage } from '../src/packages/vnfd-parser.ts';
-import { startVnfm } from '../src/server.ts';
+import { startVnfm } from '../src/main/server.ts';
 import { manyVdusCsar, scalarBombCsar } from '../test/packages/hostile-packages.ts';
 import { apiClient } from './http-client.ts';
 

@@ -22,7 +22,7 @@ import { parse as parseYaml } from 'yaml';
 import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { buildCsarFromDir } from '../src/packages/csar-reader.ts';
-import { startVnfm, type Vnfm } from '../src/server.ts';
+import { startVnfm, type Vnfm } from '../src/main/server.ts';
 import { startOpenStackSim } from '../src/sim/openstack/index.ts';
 import { openStore } from '../src/store/db.ts';
 

@@ -1,18 +1,23 @@
 /**
  * Builds the Fastify app: strict body validation (unknown enum values and wrong types are 400,
  * never silently coerced), ProblemDetails for every error, SOL `Version` header handling, auth,
- * metrics and OpenAPI docs. Route modules stay thin and call services.
+ * metrics and OpenAPI docs. Every route of the VNFM is registered here or by the route modules
+ * it calls, from the services on the context (a module that is not wired has no routes). Route
+ * modules stay thin and call services.
  */
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import { isUtf8 } from 'node:buffer';
 import Fastify, { type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import { vnfmError } from '../errors.ts';
-import type { AppContext } from './context.ts';
+import type { AppContext } from '../core/services.ts';
 import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, isProbePath, readinessChecker, requestToken } from './health.ts';
 import { errorHandler, problem, sendProblem } from './problem.ts';
+import { faultIntakeRoutes } from './autoheal/fault-intake-routes.ts';
+import { ledgerRoutes } from './autoheal/ledger-routes.ts';
 import { registerVimRoutes } from './vims/routes.ts';
 import { registerVnflcmRoutes } from './vnflcm/routes.ts';
+import { registerOutboxRoutes } from './vnflcm/subscription-routes.ts';
 import { registerVnfpkgmRoutes } from './vnfpkgm/routes.ts';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
@@ -163,6 +168,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   await registerVimRoutes(app, ctx);
   await registerVnflcmRoutes(app, ctx, 'v1');
   await registerVnflcmRoutes(app, ctx, 'v2');
+  if (ctx.notifications) await registerOutboxRoutes(app, ctx, ctx.notifications.worker);
+  if (ctx.autoheal) {
+    const { ledger, batcher, intake } = ctx.autoheal;
+    await faultIntakeRoutes({ ctx, ledger, batcher, workerId: ctx.config.runner.workerId, queue: intake })(app);
+    await ledgerRoutes(ctx, ledger, batcher)(app);
+  }
   for (const r of ctx.extraRoutes ?? []) await r(app);
   return app;
 }

@@ -9,7 +9,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { sql } from 'kysely';
-import type { AppContext } from './context.ts';
+import type { AppContext } from '../core/services.ts';
 
 /** Paths of the probes. */
 export const LIVENESS_PATH = '/healthz';

@@ -1,20 +1,19 @@
 /**
- * Wires auto-heal into a VNFM: the fault intake route, the ledger API, the batcher (fired by
+ * Wires auto-heal into a VNFM: the ledger, the fault intake queue, the batcher (fired by
  * deadlines, by ending operations and by a periodic sweep) and the Server Notifier alarm
- * registration driver. Must run after the engine plugin (it uses `ctx.engine`).
+ * registration driver, set on `ctx.autoheal`. Must run after the engine plugin (it uses
+ * `ctx.engine`). The fault intake route and the ledger API (src/api/autoheal/) are served from
+ * `ctx.autoheal`.
  */
-import type { AppContext } from '../api/context.ts';
+import type { PluginHooks } from '../core/plugin.ts';
+import type { AppContext } from '../core/services.ts';
 import type { Engine } from '../lcm/engine.ts';
 import { createServerNotifierMgmtDriver, type ServerNotifierDriverOptions } from '../mgmt/drivers/server-notifier/server-notifier-driver.ts';
-import type { PluginHooks } from '../server.ts';
 import { HealBatcher } from './batcher.ts';
-import { faultIntakeRoutes } from './fault-intake.ts';
 import { InstanceFactsCache } from './instance-facts.ts';
 import { IntakeQueue } from './intake-queue.ts';
 import { FaultLedger } from './ledger.ts';
-import { ledgerRoutes } from './ledger-routes.ts';
 import { type AutohealOptions, resolveAutohealOptions } from './storm-guard.ts';
-import './migrations.ts';
 
 /** What auto-heal adds to the context (tests and other modules reach the batcher through it). */
 export interface AutohealHandle {
@@ -48,9 +47,6 @@ export function createAutohealPlugin(popts: AutohealPluginOptions = {}): (ctx: A
     const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId, intake, singleProcess: ctx.store.kind === 'pglite' });
     for (const r of ['held', 'dropped']) ctx.metrics.healBatches.inc({ result: r }, 0);
     if (!popts.noMgmtDriver) engine.mgmt.register(createServerNotifierMgmtDriver(popts.serverNotifier));
-    ctx.extraRoutes ??= [];
-    ctx.extraRoutes.push(faultIntakeRoutes({ ctx, ledger, batcher, workerId: ctx.config.runner.workerId, queue: intake }));
-    ctx.extraRoutes.push(ledgerRoutes(ctx, ledger, batcher));
     ctx.autoheal = { ledger, batcher, intake, options };
     const onFinished = (vnfInstanceId: string) => batcher.onOpFinished(vnfInstanceId);
     return {

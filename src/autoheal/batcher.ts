@@ -10,7 +10,7 @@
  * dropped with a note saying why.
  */
 import type { Logger } from 'pino';
-import type { VnfmMetrics } from '../api/metrics.ts';
+import type { VnfmMetrics } from '../core/metrics.ts';
 import { isVnfmError } from '../errors.ts';
 import type { InstanceService } from '../lcm/instance-service.ts';
 import type { LcmService } from '../lcm/lcm-service.ts';

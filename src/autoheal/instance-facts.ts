@@ -11,7 +11,6 @@
  * database, so nothing large crosses the session.
  */
 import { type Kysely, sql } from 'kysely';
-import './migrations.ts';
 import type { Database } from '../store/schema.ts';
 
 /** The VNFC running on one server, as validation needs it. */

@@ -14,7 +14,6 @@ import { type Kysely, type Transaction, sql } from 'kysely';
 import { vnfmError } from '../errors.ts';
 import { json } from '../store/db.ts';
 import type { Database, Json } from '../store/schema.ts';
-import './migrations.ts';
 
 /** States of a heal batch. */
 export const BATCH_STATUSES = {

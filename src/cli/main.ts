@@ -6,7 +6,7 @@
 import { Command } from 'commander';
 import { ConfigError, type ConfigInput, resolveConfig } from '../config.ts';
 import type { EngineContext } from '../lcm/engine.ts';
-import { startVnfm } from '../server.ts';
+import { startVnfm } from '../main/server.ts';
 import { DataDirLockedError } from '../store/data-dir-lock.ts';
 
 const program = new Command();

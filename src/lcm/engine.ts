@@ -1,19 +1,17 @@
 /**
  * Wires the LCM engine into a VNFM: driver registry, management drivers, grant client, request
- * service, executor and runner, plus the LCM routes of both API facades.
+ * service, executor and runner. Its routes (src/api/vnflcm/lcm-routes.ts) are served from `ctx.engine`.
  */
-import type { AppContext } from '../api/context.ts';
-import { lcmRoutes } from '../api/vnflcm/lcm-routes.ts';
+import type { PluginHooks } from '../core/plugin.ts';
+import type { AppContext } from '../core/services.ts';
 import { InfraDriverRegistry } from '../infra/infra-driver.ts';
 import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
 import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
 import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
-import type { PluginHooks } from '../server.ts';
 import { Executor } from './executor.ts';
 import { LcmService } from './lcm-service.ts';
-import './migrations.ts';
 import { Runner } from './runner.ts';
 
 /** The engine parts other modules use (auto-heal, tests). */
@@ -28,7 +26,7 @@ export interface Engine {
 /** Engine-aware context. */
 export type EngineContext = AppContext & { engine?: Engine };
 
-/** Creates the engine on a context and returns its start/stop hooks. */
+/** Creates the engine on a context (`ctx.engine`) and returns its start/stop hooks. */
 export function setupEngine(ctx: EngineContext): PluginHooks {
   const drivers = new InfraDriverRegistry();
   drivers.register(createKubernetesDriver());
@@ -41,7 +39,6 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, notifier: ctx.notifier, instances: ctx.instances, packages: ctx.packages, lcm, drivers, mgmt, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
   ctx.engine = { lcm, runner, drivers, mgmt, grants };
-  ctx.lcmRoutes?.push(lcmRoutes(ctx, lcm));
   const r = runner;
   return { start: () => r.start(), stop: () => r.stop() };
 }

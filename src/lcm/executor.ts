@@ -18,7 +18,7 @@
  */
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
-import type { VnfmMetrics } from '../api/metrics.ts';
+import type { VnfmMetrics } from '../core/metrics.ts';
 import type { VnfmConfig } from '../config.ts';
 import { classifyFailure, isVnfmError, terminalError, type VnfmError, vnfmError } from '../errors.ts';
 import type { HealPlan, InfraContext, InfraDriverRegistry, ObservedResources, ScalePlan } from '../infra/infra-driver.ts';

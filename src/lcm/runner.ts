@@ -14,7 +14,7 @@
 import { EventEmitter } from 'node:events';
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
-import type { VnfmMetrics } from '../api/metrics.ts';
+import type { VnfmMetrics } from '../core/metrics.ts';
 import { type OpOccRecord, opOccFromRow } from '../model/op-occ.ts';
 import type { Database } from '../store/schema.ts';
 import type { Executor } from './executor.ts';

@@ -31,14 +31,13 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
 import { Counter } from 'prom-client';
-import type { AppContext } from '../api/context.ts';
-import { syncRoutes } from '../api/vnflcm/sync-routes.ts';
+import type { PluginHooks } from '../core/plugin.ts';
+import type { AppContext } from '../core/services.ts';
 import { isVnfmError, vnfmError } from '../errors.ts';
 import type { InfraContext, ObservedResources } from '../infra/infra-driver.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import { vnfcCountAtLevel } from '../packages/vnfd-scaling.ts';
-import type { PluginHooks } from '../server.ts';
 import { json } from '../store/db.ts';
 import type { Engine } from './engine.ts';
 import { type ResourceChanges, rebuildInstantiatedInfo } from './instance-info.ts';
@@ -404,8 +403,8 @@ function hasChanges(c: ResourceChanges): boolean {
 export type SyncContext = AppContext & { engine?: Engine; sync?: DriftSync };
 
 /**
- * Creates the drift sync on a context (after the engine), registers `POST
- * /vnflcm/v2/vnf_instances/{id}/sync` and returns the hooks that run the periodic sync. Options
+ * Creates the drift sync on a context (after the engine; `ctx.sync`, which the API serves as `POST
+ * /vnflcm/v2/vnf_instances/{id}/sync`) and returns the hooks that run the periodic sync. Options
  * come from `options`, else the config's `sync` section, else the defaults. Calling it again on
  * the same context does nothing, so it can be both built in and passed as a test plugin.
  */
@@ -416,7 +415,5 @@ export function setupSync(ctx: SyncContext, options?: Partial<SyncOptions>): Plu
   const fromConfig = (ctx.config as unknown as { sync?: Partial<SyncOptions> }).sync;
   const sync = new DriftSync({ ctx, engine, options: resolveSyncOptions(options ?? fromConfig ?? {}) });
   ctx.sync = sync;
-  ctx.lcmRoutes ??= [];
-  ctx.lcmRoutes.push(syncRoutes(sync));
   return { start: () => sync.start(), stop: () => sync.stop() };
 }

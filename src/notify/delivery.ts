@@ -27,14 +27,13 @@
  *   Only a row whose subscription was deleted dies at once (nobody to deliver to).
  */
 import { type Kysely, sql } from 'kysely';
-import type { VnfmMetrics } from '../api/metrics.ts';
+import type { VnfmMetrics } from '../core/metrics.ts';
 import type { VnfmConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 import { vnfmError } from '../errors.ts';
 import { CallbackAuthenticator, CallbackError, type NotificationCredentials, callConsumer } from './auth.ts';
-import './migrations.ts';
 
 /** Status values of an outbox row. */
 export const OUTBOX_STATUS = { PENDING: 'PENDING', DELIVERED: 'DELIVERED', DEAD: 'DEAD' } as const;

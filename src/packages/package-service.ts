@@ -16,7 +16,6 @@ import { vnfmError } from '../errors.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import { readCsar } from './csar-reader.ts';
-import './migrations.ts';
 import { OnboardingAborted, parseInWorker } from './onboard-isolate.ts';
 import { PackageError } from './package-error.ts';
 import type { VnfPackageModel } from './vnfd-model.ts';

@@ -15,7 +15,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import type { FastifyInstance } from 'fastify';
-import type { AppContext } from '../../src/api/context.ts';
+import type { AppContext } from '../../src/core/services.ts';
 import type { Runner } from '../../src/lcm/runner.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 

@@ -25,7 +25,6 @@ import { after, before, describe, it } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
 import { cleanupStaleHookDirs } from '../../src/mgmt/script-runner.ts';
-import '../../src/packages/migrations.ts';
 import { json, openStore } from '../../src/store/db.ts';
 import { freePort, type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { ROOT } from '../helpers/packages.ts';

@@ -11,7 +11,7 @@ import { Writable } from 'node:stream';
 import { after, describe, it } from 'node:test';
 import { resolveConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { type Vnfm, startVnfm } from '../../src/server.ts';
+import { type Vnfm, startVnfm } from '../../src/main/server.ts';
 import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
 
 const PASSWORD = 'restart-test-secret-pw-913';

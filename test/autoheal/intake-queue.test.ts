@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, it } from 'node:test';
-import { VnfmMetrics } from '../../src/api/metrics.ts';
+import { VnfmMetrics } from '../../src/core/metrics.ts';
 import { HealBatcher } from '../../src/autoheal/batcher.ts';
 import type { InstanceFacts } from '../../src/autoheal/instance-facts.ts';
 import { type IntakeRequest, IntakeQueue, validateNotification } from '../../src/autoheal/intake-queue.ts';

@@ -26,7 +26,7 @@ import { sql } from 'kysely';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
 // For its side effect: every module's migrations registered, so that the PostgreSQL test database
 // this process creates is migrated exactly as the VNFM processes expect it.
-import '../../src/server.ts';
+import '../../src/main/server.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type StoreEnv, type TestStore, describeStores } from '../helpers/db.ts';
 import { ROOT } from '../helpers/packages.ts';

@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { parse as parseYaml } from 'yaml';
 import type { ConfigInput } from '../../src/config.ts';
-import type { VnfmPlugin } from '../../src/server.ts';
+import type { VnfmPlugin } from '../../src/main/server.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { STAND_IN_TEMPLATES_DIR } from '../helpers/fixtures.ts';

@@ -5,7 +5,7 @@
 import { Writable } from 'node:stream';
 import { resolveConfig, type ConfigInput } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { type BuiltinName, type Vnfm, type VnfmPlugin, startVnfm } from '../../src/server.ts';
+import { type BuiltinName, type Vnfm, type VnfmPlugin, startVnfm } from '../../src/main/server.ts';
 import type { Store } from '../../src/store/db.ts';
 import { testStore } from './db.ts';
 

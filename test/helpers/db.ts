@@ -36,9 +36,9 @@ import { stage } from './stages.ts';
 const TMP = join(process.cwd(), '.tmp');
 
 /**
- * The template's key: every migration this test process knows (core and registered by the modules
- * it imported), so a file that imports fewer modules never gets a template migrated further than
- * it can read (Kysely refuses executed migrations it does not know, and unordered ones).
+ * The template's key: every migration (the one list of src/store/migrations/index.ts), names and
+ * code, so a template made before a migration was added or changed is never reused (Kysely refuses
+ * executed migrations it does not know, and unordered ones).
  */
 function templateKey(): string {
   const h = createHash('sha256');

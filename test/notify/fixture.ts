@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { ConfigInput } from '../../src/config.ts';
-import { type NotificationServices, setupNotifications } from '../../src/api/vnflcm/subscription-routes.ts';
+import { type NotificationServices, setupNotifications } from '../../src/notify/setup.ts';
 import type { InstanceFacts, LcmEvent } from '../../src/notify/notifier.ts';
 import type { Store } from '../../src/store/db.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';

@@ -6,7 +6,7 @@ import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { VimInput } from '../../vims/vim-registry.ts';
 import { vimToApi } from '../../vims/vim-registry.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../../core/services.ts';
 import { parseLimit } from '../sol/sql-list.ts';
 
 const Obj = Type.Record(Type.String(), Type.Unknown());

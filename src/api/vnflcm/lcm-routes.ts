@@ -6,7 +6,7 @@
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { LcmService } from '../../lcm/lcm-service.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../../core/services.ts';
 import { type ApiVersion, opOccToApi } from './converters.ts';
 import { IdParams, VimConnectionInfoSchema } from './schemas.ts';
 
@@ -55,7 +55,7 @@ const HealSchema = Type.Object(
 );
 const CancelSchema = Type.Optional(Type.Object({ cancelMode: Type.Optional(Type.Union([Type.Literal('GRACEFUL'), Type.Literal('FORCEFUL')])) }, { additionalProperties: true }));
 
-/** Builds the registrar for `ctx.lcmRoutes`. */
+/** Builds the registrar of the LCM operation routes of one facade (called by routes.ts when the engine is wired). */
 export function lcmRoutes(ctx: AppContext, lcm: LcmService) {
   return async (r: FastifyInstance, v: ApiVersion): Promise<void> => {
     const accepted = (reply: FastifyReply, opId: string) => reply.code(202).header('location', `${ctx.config.publicUrl}/vnflcm/${v}/vnf_lcm_op_occs/${opId}`).send();

@@ -7,8 +7,11 @@ import { vnfmError } from '../../errors.ts';
 import type { CreateInstanceInput, ModifyInstanceInput } from '../../lcm/instance-service.ts';
 import { getOpOcc } from '../../lcm/op-occ-repo.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../../core/services.ts';
 import { sendSqlList } from '../sol/sql-list.ts';
+import { lcmRoutes } from './lcm-routes.ts';
+import { registerSubscriptionRoutes } from './subscription-routes.ts';
+import { syncRoutes } from './sync-routes.ts';
 import { instanceListSpec, opOccListSpec } from './list-specs.ts';
 import { type ApiVersion, INSTANCE_DEFAULT_EXCLUDED, OPOCC_DEFAULT_EXCLUDED, instanceToApi, opOccToApi } from './converters.ts';
 import { IdParams, createVnfRequestSchema, modifyVnfRequestSchema } from './schemas.ts';
@@ -112,6 +115,10 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
         return opOccToApi(await getOpOcc(ctx.store.db, id), v, ctx.config.publicUrl);
       });
 
+      // routes of the wired modules: LCM operations (engine), sync (v2 only), subscriptions
+      if (ctx.engine) await lcmRoutes(ctx, ctx.engine.lcm)(r, v);
+      if (ctx.sync) await syncRoutes(ctx.sync)(r, v);
+      if (ctx.notifications) await registerSubscriptionRoutes(r, { ...ctx, subscriptions: ctx.notifications.subscriptions }, v);
       for (const extra of ctx.lcmRoutes ?? []) await extra(r, v);
     },
     { prefix: `/vnflcm/${v}` },

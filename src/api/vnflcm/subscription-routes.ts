@@ -1,17 +1,17 @@
 /**
  * HTTP side of notifications: the SOL `/subscriptions` resources inside each VNF LCM facade, the
  * operator's view of the outbox (`/vnfm/v1/notifications`: list, one row, redelivery of DEAD rows
- * one by one or per subscription), and the one-call wiring ({@link setupNotifications}) that
- * start-up code and tests use. Subscription credentials never appear in these answers.
+ * one by one or per subscription). The services come from `ctx.notifications` (set up by
+ * src/notify/setup.ts). Subscription credentials never appear in these answers.
  */
 import type { FastifyInstance } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
 import { vnfmError } from '../../errors.ts';
-import { DeliveryWorker, OUTBOX_STATUS } from '../../notify/delivery.ts';
-import { type SubscriptionApiVersion, type SubscriptionRecord, SubscriptionService, lccnSubscriptionRequestSchema } from '../../notify/subscriptions.ts';
+import { type DeliveryWorker, OUTBOX_STATUS } from '../../notify/delivery.ts';
+import { type SubscriptionApiVersion, type SubscriptionRecord, type SubscriptionService, lccnSubscriptionRequestSchema } from '../../notify/subscriptions.ts';
 import type { OutboxTable } from '../../store/schema.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../../core/services.ts';
 import { sql } from 'kysely';
 import { subscriptionFromRow } from '../../notify/subscriptions.ts';
 import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
@@ -79,11 +79,6 @@ export async function registerSubscriptionRoutes(r: FastifyInstance, ctx: AppCon
     await ctx.subscriptions.delete(id, v);
     return reply.code(204).send();
   });
-}
-
-/** The registrar to push into `ctx.lcmRoutes`, so both facades get the subscription resources. */
-export function subscriptionLcmRoutes(ctx: AppContext & { subscriptions: SubscriptionService }): (r: FastifyInstance, v: 'v1' | 'v2') => Promise<void> {
-  return (r, v) => registerSubscriptionRoutes(r, ctx, v);
 }
 
 const STATUS_VALUES = [OUTBOX_STATUS.PENDING, OUTBOX_STATUS.DELIVERED, OUTBOX_STATUS.DEAD];
@@ -183,26 +178,4 @@ export async function registerOutboxRoutes(app: FastifyInstance, ctx: AppContext
     reply.code(202);
     return { subscriptionId, redelivered: ids.length, notifications: ids.map((i) => ({ id: String(i), _links: { self: { href: `${ctx.config.publicUrl}/vnfm/v1/notifications/${i}` } } })) };
   });
-}
-
-/** What {@link setupNotifications} built. */
-export interface NotificationServices {
-  subscriptions: SubscriptionService;
-  worker: DeliveryWorker;
-}
-
-/**
- * Builds the subscription service and the delivery worker over the context and registers their
- * routes (`ctx.lcmRoutes`, `ctx.extraRoutes`). Must run before `buildApp(ctx)`. The worker is not
- * started here: call `worker.start()` once the server runs and `await worker.stop()` at shutdown.
- */
-export function setupNotifications(ctx: AppContext, opts: { concurrency?: number; pollMs?: number } = {}): NotificationServices {
-  const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log);
-  const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, ...opts });
-  const withSubs = { ...ctx, subscriptions };
-  ctx.lcmRoutes ??= [];
-  ctx.extraRoutes ??= [];
-  ctx.lcmRoutes.push(subscriptionLcmRoutes(withSubs));
-  ctx.extraRoutes.push((app) => registerOutboxRoutes(app, ctx, worker));
-  return { subscriptions, worker };
 }

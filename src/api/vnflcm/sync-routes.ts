@@ -10,7 +10,7 @@ import type { DriftSync } from '../../lcm/sync.ts';
 import type { ApiVersion } from './converters.ts';
 import { IdParams } from './schemas.ts';
 
-/** Builds the registrar for `ctx.lcmRoutes` (it adds nothing to the v1 facade). */
+/** Builds the registrar of the sync route (called by routes.ts when sync is wired; it adds nothing to the v1 facade). */
 export function syncRoutes(sync: DriftSync) {
   return async (r: FastifyInstance, v: ApiVersion): Promise<void> => {
     if (v !== 'v2') return;

@@ -8,7 +8,7 @@ import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { VnfmError, vnfmError } from '../../errors.ts';
 import { type PackageRecord, packageFromRow } from '../../packages/package-service.ts';
-import type { AppContext } from '../context.ts';
+import type { AppContext } from '../../core/services.ts';
 import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
 
 /** VnfPkgInfo body. */

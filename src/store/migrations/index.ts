@@ -1,8 +1,17 @@
 /**
  * Versioned schema migrations, applied at start-up by {@link migrateToLatest}. Append-only: a
  * released migration is never edited; a change is a new entry.
+ *
+ * {@link MIGRATIONS} is the one list of every migration, core and per module (the module ones are
+ * in this folder too: autoheal.ts, lcm.ts, notify.ts, packages.ts), in the order they apply. What
+ * a process migrates never depends on which modules it imported. Names sort in list order (checked
+ * at load), which is the order Kysely applies and verifies them in on existing databases.
  */
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
+import { AUTOHEAL_INTAKE_MIGRATION, AUTOHEAL_MIGRATION, m100 as autoheal100, m101 as autohealIntake101 } from './autoheal.ts';
+import { LCM_RETRY_FENCING_MIGRATION, m110 as lcmRetryFencing110 } from './lcm.ts';
+import { OUTBOX_RETRY_WINDOW_MIGRATION, m120 as outboxRetryWindow120 } from './notify.ts';
+import { PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m140 as packageOnboardAttempts140 } from './packages.ts';
 
 const m001: Migration = {
   async up(db: Kysely<unknown>) {
@@ -125,7 +134,7 @@ const m001: Migration = {
 /**
  * Keyset indexes of the SQL lists (src/api/sol/sql-list.ts): every list reads `order by created_at,
  * id` after a cursor `(created_at, id) > (...)`, so a page is an index range scan. Named after the
- * registered migrations (100-120) so databases that already ran those apply it in order.
+ * module migrations (100-120) so databases that already ran those apply it in order.
  */
 const m130: Migration = {
   async up(db: Kysely<unknown>) {
@@ -140,37 +149,38 @@ const m130: Migration = {
   },
 };
 
-/** Every migration, in order. */
-export const MIGRATIONS: Record<string, Migration> = {
-  '001_initial': m001,
-  '130_list_keyset_indexes': m130,
-};
+/** Every migration, in the order it applies. Ids and SQL of a released entry never change. */
+export const MIGRATIONS: readonly (readonly [name: string, migration: Migration])[] = [
+  ['001_initial', m001],
+  [AUTOHEAL_MIGRATION, autoheal100],
+  [AUTOHEAL_INTAKE_MIGRATION, autohealIntake101],
+  [LCM_RETRY_FENCING_MIGRATION, lcmRetryFencing110],
+  [OUTBOX_RETRY_WINDOW_MIGRATION, outboxRetryWindow120],
+  ['130_list_keyset_indexes', m130],
+  [PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, packageOnboardAttempts140],
+];
+
+// Kysely applies (and checks executed ones) in name order: the list must already be in that order.
+for (let i = 1; i < MIGRATIONS.length; i++) {
+  const prev = MIGRATIONS[i - 1]?.[0] ?? '';
+  const name = MIGRATIONS[i]?.[0] ?? '';
+  if (!(prev < name)) throw new Error(`migration ${name} is listed after ${prev} but does not sort after it`);
+}
 
 class StaticProvider implements MigrationProvider {
-  constructor(private readonly extra: Record<string, Migration>) {}
   async getMigrations(): Promise<Record<string, Migration>> {
-    return { ...MIGRATIONS, ...this.extra };
+    return knownMigrations();
   }
 }
 
-const registered: Record<string, Migration> = {};
-
-/**
- * Lets a later module (e.g. auto-heal) contribute migrations with names that sort after the
- * core ones. Must be called before {@link migrateToLatest}.
- */
-export function registerMigration(name: string, m: Migration): void {
-  registered[name] = m;
-}
-
-/** Every migration known in this process (core and registered), by name. */
+/** Every migration, by name. */
 export function knownMigrations(): Record<string, Migration> {
-  return { ...MIGRATIONS, ...registered };
+  return Object.fromEntries(MIGRATIONS);
 }
 
 /** Applies every pending migration; throws with the failing migration's name. */
 export async function migrateToLatest(db: Kysely<unknown>): Promise<void> {
-  const migrator = new Migrator({ db, provider: new StaticProvider(registered), migrationTableName: 'vnfm_migration', migrationLockTableName: 'vnfm_migration_lock' });
+  const migrator = new Migrator({ db, provider: new StaticProvider(), migrationTableName: 'vnfm_migration', migrationLockTableName: 'vnfm_migration_lock' });
   const { error, results } = await migrator.migrateToLatest();
   const failed = results?.find((r) => r.status === 'Error');
   if (error) throw new Error(`database migration ${failed?.migrationName ?? ''} failed: ${(error as Error).message ?? String(error)}`, { cause: error });

@@ -15,7 +15,7 @@ import { instanceListSpec, opOccListSpec } from '../../../src/api/vnflcm/list-sp
 import { sql } from 'kysely';
 import { subscriptionListSpec } from '../../../src/api/vnflcm/subscription-routes.ts';
 import { packageListSpec } from '../../../src/api/vnfpkgm/routes.ts';
-import { batchSpec, notificationSpec } from '../../../src/autoheal/ledger-routes.ts';
+import { batchSpec, notificationSpec } from '../../../src/api/autoheal/ledger-routes.ts';
 import { json } from '../../../src/store/db.ts';
 import { type TestStore, describeStores } from '../../helpers/db.ts';
 

@@ -1,21 +1,19 @@
 /**
  * Tables of the auto-heal module: the fault notification ledger and the durable heal batches.
- * Registered at import time so that any process that wires auto-heal migrates them with the core
- * schema (the store is opened after every module is imported).
+ * Listed in src/store/migrations/index.ts with every other migration.
  *
  * Why tables and not timers: a packing window kept in memory is lost at restart and cannot be
  * shared by several VNFM processes; a batch row with a deadline can be claimed by exactly one
  * process (`FOR UPDATE SKIP LOCKED`) whenever it is due, whoever received the notifications.
  */
 import { type Kysely, type Migration, sql } from 'kysely';
-import { registerMigration } from '../store/migrations/index.ts';
 
 /** Name of the auto-heal migration (sorts after the core ones). */
 export const AUTOHEAL_MIGRATION = '100_autoheal';
 /** Name of the migration adding the intake's database functions. */
 export const AUTOHEAL_INTAKE_MIGRATION = '101_autoheal_intake';
 
-const m100: Migration = {
+export const m100: Migration = {
   async up(db: Kysely<unknown>) {
     await sql`
       create table autoheal_batch (
@@ -87,7 +85,7 @@ const m100: Migration = {
  * per VNF whose notifications were packed; a VNF with a waiting or held batch is left out (its
  * notifications are not stored here, the caller packs them one by one).
  */
-const m101: Migration = {
+export const m101: Migration = {
   async up(db: Kysely<unknown>) {
     await sql`
       create or replace function autoheal_intake_facts(p_ids text[], p_revs jsonb)
@@ -179,6 +177,3 @@ const m101: Migration = {
       end $fn$`.execute(db);
   },
 };
-
-registerMigration(AUTOHEAL_MIGRATION, m100);
-registerMigration(AUTOHEAL_INTAKE_MIGRATION, m101);

@@ -1,14 +1,13 @@
 /**
  * Start-up wiring of the simulated cloud: starts the simulated OpenStack, Kubernetes cluster and
  * Server Notifier as separate HTTP servers and registers them as the default VIMs, so a new user
- * can instantiate and heal right away. Only this file (and the CLI) imports `src/sim/`.
+ * can instantiate and heal right away. Only this file imports `src/sim/`, and only with a dynamic
+ * `import()` when the simulated cloud starts, so a VNFM run without it (`--no-sim`) loads none of
+ * the simulators (scripts/check-deps.mjs enforces both).
  */
-import type { AppContext } from './api/context.ts';
-import type { PluginHooks } from './server.ts';
-import { startKubernetesSim } from './sim/kubernetes/index.ts';
-import { startOpenStackSim } from './sim/openstack/index.ts';
-import { startServerNotifierSim } from './sim/server-notifier/index.ts';
-import type { VimInput } from './vims/vim-registry.ts';
+import type { PluginHooks } from '../core/plugin.ts';
+import type { AppContext } from '../core/services.ts';
+import type { VimInput } from '../vims/vim-registry.ts';
 
 /** Names under which the simulated VIMs are registered. */
 export const SIM_VIM_NAMES = { openstack: 'sim-openstack', kubernetes: 'sim-kubernetes' } as const;
@@ -34,6 +33,11 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
   return {
     async start() {
       const log = ctx.log.child({ component: 'sim' });
+      const [{ startOpenStackSim }, { startServerNotifierSim }, { startKubernetesSim }] = await Promise.all([
+        import('../sim/openstack/index.ts'),
+        import('../sim/server-notifier/index.ts'),
+        import('../sim/kubernetes/index.ts'),
+      ]);
       const os = await startOpenStackSim({ port: ctx.config.simPorts.openstack, vnfmUrl: `${ctx.config.publicUrl}/`, logger: log.child({ sim: 'openstack' }, { level: 'warn' }) });
       closers.push(() => os.close());
       const fc = ctx.config.faultNotification;

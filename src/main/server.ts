@@ -1,25 +1,30 @@
 /**
- * Start-up wiring: opens the database, builds the services and the HTTP app, starts background
- * workers, and (unless disabled) the simulated cloud. The only place that knows every module.
+ * The composition root: opens the database, builds the services, wires the modules (each a
+ * plugin that sets its services on the context and returns its background work), builds the HTTP
+ * app over the services, starts the workers, and (unless disabled) the simulated cloud. The only
+ * place that knows every module; nothing but the CLI (and tests) imports it.
  */
 import type { FastifyInstance } from 'fastify';
-import type { VnfmConfig } from './config.ts';
-import { buildApp } from './api/app.ts';
-import type { AppContext } from './api/context.ts';
-import { VnfmMetrics } from './api/metrics.ts';
-import { setupNotifications } from './api/vnflcm/subscription-routes.ts';
-import { setupAutoheal } from './autoheal/index.ts';
-import { setupEngine } from './lcm/engine.ts';
-import { setupSync } from './lcm/sync.ts';
+import type { VnfmConfig } from '../config.ts';
+import { buildApp } from '../api/app.ts';
+import { VnfmMetrics } from '../core/metrics.ts';
+import type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
+import type { AppContext } from '../core/services.ts';
+import { setupAutoheal } from '../autoheal/index.ts';
+import { setupEngine } from '../lcm/engine.ts';
+import { setupSync } from '../lcm/sync.ts';
 import { setupSimCloud } from './sim-cloud.ts';
-import { InstanceService } from './lcm/instance-service.ts';
-import { type Logger, createLogger } from './logger.ts';
-import { Notifier } from './notify/notifier.ts';
-import { cleanupStaleHookDirs } from './mgmt/script-runner.ts';
-import { PackageService } from './packages/package-service.ts';
-import { type Store, openStore } from './store/db.ts';
-import { SecretBox, loadOrCreateKey } from './store/secret-box.ts';
-import { VimRegistry } from './vims/vim-registry.ts';
+import { InstanceService } from '../lcm/instance-service.ts';
+import { type Logger, createLogger } from '../logger.ts';
+import { Notifier } from '../notify/notifier.ts';
+import { setupNotifications } from '../notify/setup.ts';
+import { cleanupStaleHookDirs } from '../mgmt/script-runner.ts';
+import { PackageService } from '../packages/package-service.ts';
+import { type Store, openStore } from '../store/db.ts';
+import { SecretBox, loadOrCreateKey } from '../store/secret-box.ts';
+import { VimRegistry } from '../vims/vim-registry.ts';
+
+export type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
 
 /** A running VNFM. */
 export interface Vnfm {
@@ -43,16 +48,6 @@ export interface StartOptions {
   plugins?: VnfmPlugin[];
   /** Built-in modules to leave out (tests that wire their own variant). The engine is always on. */
   without?: BuiltinName[];
-}
-
-/** A module that adds routes/workers to the VNFM; may return start/stop hooks. */
-export type VnfmPlugin = (ctx: AppContext) => void | PluginHooks;
-/** Background work of a plugin. */
-export interface PluginHooks {
-  /** Called after the server listens. */
-  start?(): void | Promise<void>;
-  /** Called at close, in reverse order. */
-  stop?(): void | Promise<void>;
 }
 
 /** Builds the services over an open store. */

@@ -1,6 +1,6 @@
 /**
- * Outbox columns of time-bounded delivery retries (src/notify/delivery.ts). Registered at import
- * time with a name that sorts after every earlier migration (core, auto-heal, LCM engine).
+ * Outbox columns of time-bounded delivery retries (src/notify/delivery.ts), with a name that sorts
+ * after every earlier migration (core, auto-heal, LCM engine; listed in src/store/migrations/index.ts).
  *
  * - `failing_since`: when the subscriber's current failure streak began, as seen by this row: set
  *   at the row's first failed attempt, or inherited from the row before it when that one went DEAD
@@ -10,9 +10,8 @@
  */
 import type { ColumnType, Kysely, Migration } from 'kysely';
 import { sql } from 'kysely';
-import { registerMigration } from '../store/migrations/index.ts';
 
-declare module '../store/schema.ts' {
+declare module '../schema.ts' {
   interface OutboxTable {
     /** Start of the failure streak this row belongs to; null while nothing failed. */
     failing_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
@@ -24,12 +23,10 @@ declare module '../store/schema.ts' {
 /** Name of the migration (sorts after the core, auto-heal and LCM engine ones). */
 export const OUTBOX_RETRY_WINDOW_MIGRATION = '120_outbox_retry_window';
 
-const m120: Migration = {
+export const m120: Migration = {
   async up(db: Kysely<unknown>) {
     await sql`alter table outbox add column failing_since timestamptz, add column dead_at timestamptz`.execute(db);
     // Dead rows are listed per subscription by the operator API.
     await sql`create index outbox_dead on outbox (subscription_id, id) where status = 'DEAD'`.execute(db);
   },
 };
-
-registerMigration(OUTBOX_RETRY_WINDOW_MIGRATION, m120);

@@ -7,10 +7,10 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type RawBuilder, sql } from 'kysely';
 import { Type } from 'typebox';
-import type { AppContext } from '../api/context.ts';
-import { type SqlListSpec, sendSqlList } from '../api/sol/sql-list.ts';
-import type { HealBatcher } from './batcher.ts';
-import { type FaultLedger, batchFromRow, notificationFromRow } from './ledger.ts';
+import type { AppContext } from '../../core/services.ts';
+import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
+import type { HealBatcher } from '../../autoheal/batcher.ts';
+import { type FaultLedger, batchFromRow, notificationFromRow } from '../../autoheal/ledger.ts';
 
 /** Base path of the auto-heal API. */
 export const AUTOHEAL_API_BASE = '/vnfm/v1';

@@ -1,7 +1,7 @@
 /**
  * Prometheus metrics of the VNFM, one registry per app instance (so several apps in one test
  * process do not collide). Counters are initialised at zero for every known label value so that
- * dashboards see a series before the first event.
+ * dashboards see a series before the first event. Served at `/metrics` by src/api/app.ts.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 

@@ -1,7 +1,6 @@
 /**
- * Columns of the LCM engine v2 on `op_occ`: automatic step retries and lease fencing. Registered at
- * import time (like the auto-heal tables), with a name that sorts after every earlier migration, so
- * any process that wires the engine migrates them with the core schema.
+ * Columns of the LCM engine v2 on `op_occ`: automatic step retries and lease fencing, with a name
+ * that sorts after every earlier migration (listed in src/store/migrations/index.ts).
  *
  * - `step_attempts`: failed attempts of the step being retried (0 when no retry is pending; reset
  *   when a step completes and by an operator's `retry`).
@@ -13,9 +12,8 @@
  */
 import type { ColumnType, Kysely, Migration } from 'kysely';
 import { sql } from 'kysely';
-import { registerMigration } from '../store/migrations/index.ts';
 
-declare module '../store/schema.ts' {
+declare module '../schema.ts' {
   interface OpOccTable {
     /** Failed attempts of the step being retried automatically. */
     step_attempts: ColumnType<number, number | undefined, number>;
@@ -29,7 +27,7 @@ declare module '../store/schema.ts' {
 /** Name of the migration (sorts after the core and auto-heal ones). */
 export const LCM_RETRY_FENCING_MIGRATION = '110_lcm_step_retry_lease_epoch';
 
-const m110: Migration = {
+export const m110: Migration = {
   async up(db: Kysely<unknown>) {
     await sql`alter table op_occ
       add column step_attempts integer not null default 0,
@@ -37,5 +35,3 @@ const m110: Migration = {
       add column lease_epoch integer not null default 0`.execute(db);
   },
 };
-
-registerMigration(LCM_RETRY_FENCING_MIGRATION, m110);

@@ -1,6 +1,6 @@
 /**
- * Columns of the package layer added after the core schema, registered at import time (like the
- * LCM and auto-heal ones) with a name that sorts after every earlier migration.
+ * Columns of the package layer added after the core schema, with a name that sorts after every
+ * earlier migration (listed in src/store/migrations/index.ts).
  *
  * - `vnf_package.onboard_attempts`: onboarding attempts started for the current content (reset by
  *   an upload). A package found PROCESSING at start-up is onboarded again only while this is below
@@ -9,9 +9,8 @@
  */
 import type { ColumnType, Kysely, Migration } from 'kysely';
 import { sql } from 'kysely';
-import { registerMigration } from '../store/migrations/index.ts';
 
-declare module '../store/schema.ts' {
+declare module '../schema.ts' {
   interface VnfPackageTable {
     /** Onboarding attempts started for the current content. */
     onboard_attempts: ColumnType<number, number | undefined, number>;
@@ -21,10 +20,8 @@ declare module '../store/schema.ts' {
 /** Name of the migration (sorts after the core, auto-heal, LCM and notification ones). */
 export const PACKAGE_ONBOARD_ATTEMPTS_MIGRATION = '140_vnf_package_onboard_attempts';
 
-const m130: Migration = {
+export const m140: Migration = {
   async up(db: Kysely<unknown>) {
     await sql`alter table vnf_package add column onboard_attempts integer not null default 0`.execute(db);
   },
 };
-
-registerMigration(PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m130);

@@ -15,13 +15,13 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { Type } from 'typebox';
-import type { AppContext } from '../api/context.ts';
-import { vnfmError } from '../errors.ts';
-import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
-import type { HealBatcher } from './batcher.ts';
-import { InstanceFactsCache } from './instance-facts.ts';
-import { IntakeQueue } from './intake-queue.ts';
-import type { FaultLedger } from './ledger.ts';
+import type { AppContext } from '../../core/services.ts';
+import { vnfmError } from '../../errors.ts';
+import type { VnfInstanceRecord } from '../../model/vnf-instance.ts';
+import type { HealBatcher } from '../../autoheal/batcher.ts';
+import { InstanceFactsCache } from '../../autoheal/instance-facts.ts';
+import { IntakeQueue } from '../../autoheal/intake-queue.ts';
+import type { FaultLedger } from '../../autoheal/ledger.ts';
 
 /** Fault types of the Server Notifier: physical server fault / out of service, VM status inconsistency / reboot. */
 export const FAULT_TYPES = ['10', '11', '20', '21'] as const;

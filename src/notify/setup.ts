@@ -1,0 +1,27 @@
+/**
+ * Wires notifications into a VNFM: the subscription service and the delivery worker. Their
+ * routes (the SOL `/subscriptions` resources and the operator's outbox API) live in
+ * src/api/vnflcm/subscription-routes.ts and are served from `ctx.notifications`.
+ */
+import type { Services } from '../core/services.ts';
+import { DeliveryWorker } from './delivery.ts';
+import { SubscriptionService } from './subscriptions.ts';
+
+/** What {@link setupNotifications} built. */
+export interface NotificationServices {
+  subscriptions: SubscriptionService;
+  worker: DeliveryWorker;
+}
+
+/**
+ * Builds the subscription service and the delivery worker over the context and sets them on it
+ * (`ctx.notifications`, which the API serves). Must run before `buildApp(ctx)`. The worker is not
+ * started here: call `worker.start()` once the server runs and `await worker.stop()` at shutdown.
+ */
+export function setupNotifications(ctx: Services, opts: { concurrency?: number; pollMs?: number } = {}): NotificationServices {
+  const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log);
+  const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, ...opts });
+  const services = { subscriptions, worker };
+  ctx.notifications = services;
+  return services;
+}
