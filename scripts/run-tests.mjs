@@ -1,10 +1,11 @@
 #!/usr/bin/env node
-// Runs every test file under test/ (or the files given as arguments) with node:test + tsx.
+// Runs every test file under test/ (or the files given as arguments) with node:test + tsx, after
+// the dependency rule check (scripts/check-deps.mjs): a violation fails the run before any test.
 // Node 20 does not expand globs for `--test`, so the list is built here. The run fails when
 // zero tests ran, and prints the runner's summary (tests / pass / fail / skipped), then one line
 // with the test stages that ran and those skipped with why (test/helpers/stages.ts).
 // VNFM_TEST_REQUIRE=pg,real-heat,tacker-cli,kubectl (or all) makes a stage that cannot run fail.
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
@@ -18,6 +19,12 @@ for (const n of (process.env.VNFM_TEST_REQUIRE ?? '').split(',').map((s) => s.tr
     console.error(`VNFM_TEST_REQUIRE names an unknown stage "${n}" (known: ${STAGES.join(', ')}, all)`);
     process.exit(2);
   }
+}
+
+const deps = spawnSync(process.execPath, [join(import.meta.dirname, 'check-deps.mjs')], { stdio: 'inherit' });
+if (deps.status !== 0) {
+  console.error('FAIL: the dependency rule check failed (node scripts/check-deps.mjs)');
+  process.exit(1);
 }
 
 function walk(dir) {

@@ -1,0 +1,102 @@
+#!/usr/bin/env node
+// The dependency rule of src/ (docs/architecture.md), checked on every relative import of every
+// src/**/*.ts file: static `import`/`export ... from`, side-effect `import '...'` and dynamic
+// `import('...')`; type-only imports count too. Usage: node scripts/check-deps.mjs [projectDir]
+// (default: this repository). Exit 1 listing each `file -> import (rule)`; one summary line if clean.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const root = resolve(process.argv[2] ?? join(dirname(fileURLToPath(import.meta.url)), '..'));
+const src = join(root, 'src');
+const LEAVES = new Set(['config', 'errors', 'logger', 'model']);
+const LOWER = new Set(['lcm', 'notify', 'infra', 'mgmt', 'nfvo']);
+
+/** The layer of a path under src/: its folder, or for a top-level file root / entry / its name. */
+function layerOf(abs) {
+  const parts = relative(src, abs).split(sep);
+  if (parts[0] === '..') return undefined;
+  if (parts.length > 1) return parts[0] === 'main' ? 'root' : parts[0] === 'cli' ? 'entry' : parts[0];
+  const name = parts[0].replace(/\.[cm]?[jt]s$/, '');
+  return name === 'server' || name === 'main' ? 'root' : name;
+}
+
+/** Why an import breaks the rule, or undefined. */
+function violation(from, to, { typeOnly, dynamic }) {
+  if (from === to) return undefined;
+  if (to === 'api' && from !== 'root' && from !== 'entry') return 'only the composition root and the CLI import api/';
+  if (to === 'root' && from !== 'entry') return 'only the CLI imports the composition root';
+  if (to === 'sim' && !(from === 'root' && dynamic && !typeOnly)) return from === 'root' ? 'the composition root loads src/sim/ only with a dynamic import()' : 'only the composition root imports src/sim/';
+  if (from === 'sim' && !LEAVES.has(to)) return 'src/sim/ is self-contained (it imports only leaf modules)';
+  if (LEAVES.has(from) && !LEAVES.has(to)) return 'leaf modules import only leaf modules';
+  if (from === 'store' && !LEAVES.has(to)) return 'store/ is the bottom layer (it imports only leaf modules)';
+  if (from === 'core' && !LEAVES.has(to) && !typeOnly) return 'core/ imports only types from other layers';
+  if (LOWER.has(from) && to === 'autoheal') return `${from}/ is below autoheal/`;
+  if ((LOWER.has(from) || from === 'packages' || from === 'vims') && to === 'lcm') return `${from}/ is below lcm/`;
+  return undefined;
+}
+
+function walk(dir) {
+  const out = [];
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    if (statSync(p).isDirectory()) out.push(...walk(p));
+    else if (name.endsWith('.ts')) out.push(p);
+  }
+  return out;
+}
+
+const STATIC = /(?:^|;)[ \t]*(import|export)\s+(type\s+)?([^'";]*?)\bfrom\s*['"](\.[^'"]*)['"]/gm;
+const BARE = /(?:^|;)[ \t]*import\s*['"](\.[^'"]*)['"]/gm;
+const DYNAMIC = /\bimport\(\s*['"](\.[^'"]*)['"]\s*\)/g;
+
+/** The relative imports of a source text. */
+function importsOf(text) {
+  const out = [];
+  for (const m of text.matchAll(STATIC)) {
+    const names = m[3].match(/\{([^}]*)\}/);
+    const allTypes = names !== null && !/^\s*[\w$]+\s*,/.test(m[3]) && names[1].split(',').every((s) => !s.trim() || /^\s*type\s/.test(s));
+    out.push({ spec: m[4], typeOnly: Boolean(m[2]) || allTypes, dynamic: false });
+  }
+  for (const m of text.matchAll(BARE)) out.push({ spec: m[1], typeOnly: false, dynamic: false });
+  for (const m of text.matchAll(DYNAMIC)) out.push({ spec: m[1], typeOnly: false, dynamic: true });
+  return out;
+}
+
+const files = walk(src);
+const bad = [];
+const edges = new Map(); // folder -> Set of folders it imports values from
+let count = 0;
+for (const file of files) {
+  const from = layerOf(file);
+  for (const imp of importsOf(readFileSync(file, 'utf8'))) {
+    count++;
+    const to = layerOf(resolve(dirname(file), imp.spec));
+    if (to === undefined) continue;
+    const why = violation(from, to, imp);
+    if (why) bad.push(`${relative(root, file)} -> ${imp.spec}  (${why})`);
+    if (from !== to && !imp.typeOnly) edges.set(from, (edges.get(from) ?? new Set()).add(to));
+  }
+}
+
+// Folder cycles over value imports (type-only imports are erased at run time): a depth-first search.
+const cycles = new Set();
+const visit = (node, path) => {
+  for (const next of edges.get(node) ?? []) {
+    const at = path.indexOf(next);
+    if (at >= 0) {
+      const cyc = path.slice(at);
+      const start = cyc.indexOf([...cyc].sort()[0]);
+      cycles.add([...cyc.slice(start), ...cyc.slice(0, start), cyc[start]].join(' -> '));
+    } else if (path.length < 20) visit(next, [...path, next]);
+  }
+};
+for (const node of edges.keys()) visit(node, [node]);
+for (const c of cycles) bad.push(`folder cycle: ${c}`);
+
+if (bad.length > 0) {
+  console.error(`check-deps: ${bad.length} violation(s) of the dependency rule (docs/architecture.md):`);
+  for (const b of bad) console.error(`  ${b}`);
+  process.exit(1);
+}
+console.log(`check-deps: ${files.length} files, ${count} relative imports, ${new Set(files.map(layerOf)).size} layers: dependency rule holds, no folder cycles`);

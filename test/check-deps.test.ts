@@ -1,0 +1,83 @@
+/**
+ * The dependency rule check (scripts/check-deps.mjs): the real tree passes, and small fake trees
+ * with one violation each fail naming the offending `file -> import`.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { after, describe, it } from 'node:test';
+import { REPO_ROOT } from './helpers/fixtures.ts';
+
+const SCRIPT = join(REPO_ROOT, 'scripts', 'check-deps.mjs');
+
+function run(dir?: string): { status: number | null; out: string } {
+  const r = spawnSync(process.execPath, [SCRIPT, ...(dir ? [dir] : [])], { encoding: 'utf8' });
+  return { status: r.status, out: `${r.stdout}${r.stderr}` };
+}
+
+const made: string[] = [];
+/** A fake project: `files` maps paths under src/ to their text. */
+function tree(files: Record<string, string>): string {
+  const dir = mkdtempSync(join(tmpdir(), 'vnfm-check-deps-'));
+  made.push(dir);
+  for (const [p, text] of Object.entries(files)) {
+    mkdirSync(dirname(join(dir, 'src', p)), { recursive: true });
+    writeFileSync(join(dir, 'src', p), text);
+  }
+  return dir;
+}
+
+/** A layered tree that respects the rule; cases add one file to it. */
+const GOOD: Record<string, string> = {
+  'errors.ts': 'export const E = 1;\n',
+  'store/db.ts': "import { E } from '../errors.ts';\nexport const db = E;\n",
+  'core/services.ts': "import type { Engine } from '../lcm/engine.ts';\nexport type Services = { engine?: Engine };\n",
+  'lcm/engine.ts': "import type { Services } from '../core/services.ts';\nimport { db } from '../store/db.ts';\nexport class Engine { s?: Services; d = db; }\n",
+  'api/app.ts': "import { Engine } from '../lcm/engine.ts';\nexport const app = new Engine();\n",
+  'main/server.ts': "import { app } from '../api/app.ts';\nexport const start = async () => (await import('../sim/cloud.ts')).sim(app);\n",
+  'sim/cloud.ts': 'export const sim = (x: unknown) => x;\n',
+  'cli/main.ts': "import { start } from '../main/server.ts';\nawait start();\n",
+};
+
+describe('check-deps', () => {
+  after(() => {
+    for (const d of made) rmSync(d, { recursive: true, force: true });
+  });
+
+  it('passes on the real tree with a one-line summary', () => {
+    const r = run();
+    assert.equal(r.status, 0, r.out);
+    assert.match(r.out, /^check-deps: \d+ files, \d+ relative imports, \d+ layers: dependency rule holds, no folder cycles\n$/);
+  });
+
+  it('passes on a fake tree that respects the rule', () => {
+    const r = run(tree(GOOD));
+    assert.equal(r.status, 0, r.out);
+  });
+
+  const cases: [string, Record<string, string>, RegExp][] = [
+    ['a domain module importing api/ (types count too)', { 'lcm/runner.ts': "import type { app } from '../api/app.ts';\nexport type A = typeof app;\n" }, /src\/lcm\/runner\.ts -> \.\.\/api\/app\.ts {2}\(only the composition root and the CLI import api\/\)/],
+    ['a module importing the composition root', { 'lcm/plugin.ts': "import { start } from '../main/server.ts';\nexport const s = start;\n" }, /src\/lcm\/plugin\.ts -> \.\.\/main\/server\.ts/],
+    ['the root importing a simulator statically', { 'main/sim-cloud.ts': "import { sim } from '../sim/cloud.ts';\nexport const s = sim;\n" }, /src\/main\/sim-cloud\.ts -> \.\.\/sim\/cloud\.ts {2}\(the composition root loads src\/sim\/ only with a dynamic import\(\)\)/],
+    ['another module importing a simulator', { 'lcm/fake.ts': "export const f = () => import('../sim/cloud.ts');\n" }, /src\/lcm\/fake\.ts -> \.\.\/sim\/cloud\.ts/],
+    ['store importing upward', { 'store/up.ts': "import { Engine } from '../lcm/engine.ts';\nexport const e = Engine;\n" }, /src\/store\/up\.ts -> \.\.\/lcm\/engine\.ts/],
+    ['core importing a value from a layer', { 'core/metrics.ts': "import { Engine } from '../lcm/engine.ts';\nexport const e = Engine;\n" }, /src\/core\/metrics\.ts -> \.\.\/lcm\/engine\.ts/],
+    ['a second import on one line', { 'notify/two.ts': "import { E } from '../errors.ts'; import { app } from '../api/app.ts';\nexport const x = [E, app];\n" }, /src\/notify\/two\.ts -> \.\.\/api\/app\.ts/],
+    ['lcm importing autoheal', { 'autoheal/plugin.ts': 'export const h = 1;\n', 'lcm/heal.ts': "import {\n  h,\n} from '../autoheal/plugin.ts';\nexport const x = h;\n" }, /src\/lcm\/heal\.ts -> \.\.\/autoheal\/plugin\.ts/],
+  ];
+  for (const [name, extra, expected] of cases) {
+    it(`fails on ${name}, naming the import`, () => {
+      const r = run(tree({ ...GOOD, ...extra }));
+      assert.equal(r.status, 1, r.out);
+      assert.match(r.out, expected);
+    });
+  }
+
+  it('reports a cycle between folders', () => {
+    const r = run(tree({ ...GOOD, 'infra/a.ts': "import { b } from '../nfvo/b.ts';\nexport const a = b;\n", 'nfvo/b.ts': "import { a } from '../infra/a.ts';\nexport const b = () => a;\n" }));
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /folder cycle: infra -> nfvo -> infra/);
+  });
+});
