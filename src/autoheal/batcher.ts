@@ -16,7 +16,7 @@ import type { InstanceService } from '../lcm/instance-service.ts';
 import type { LcmService } from '../lcm/lcm-service.ts';
 import { activeOpOcc } from '../lcm/op-occ-repo.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
-import { type BatchNote, type ClaimedBatch, type FaultLedger, type FaultNotificationRecord, type NotificationStatus, healCausePrefix, note } from './ledger.ts';
+import { type BatchNote, type ClaimedBatch, type FaultLedger, type FaultNotificationRecord, type NotificationStatus, batchOrigin, healCausePrefix, note } from './ledger.ts';
 import { type AutohealOptions, evaluateStormGuard, policyFor } from './storm-guard.ts';
 
 /** What the batcher needs. */
@@ -284,7 +284,7 @@ export class HealBatcher {
       }
       const cause = `${healCausePrefix(b.id)}: ${b.notificationCount} fault notification(s) for ${keep.length} VNFC(s)${faultTypesOf(notifs)}`;
       try {
-        const op = await this.d.lcm.heal(inst.id, { vnfcInstanceId: keep, cause }, 'v2', true);
+        const op = await this.d.lcm.heal(inst.id, { operation: 'HEAL', scope: 'vnfcs', vnfcInfoIds: keep, includeStorage: false, cause, additionalParams: {} }, { apiVersion: 'v2', params: { vnfcInstanceId: keep, cause }, automatic: true, origin: batchOrigin(b.id) });
         await this.settle(b, log, { status: 'healing', opOccId: op.id, healedVnfcIds: keep, notes: [...notes, note(`heal op occ ${op.id} created for ${keep.length} VNFC(s)`)], notifications: { status: 'healing' }, perNotification });
         log.info({ opOccId: op.id, vnfcs: keep.length }, 'auto-heal started');
       } catch (e) {

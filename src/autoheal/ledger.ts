@@ -696,17 +696,9 @@ export class FaultLedger {
     return at ? new Date(at) : undefined;
   }
 
-  /** The heal op occ created for a batch, found by the batch id in its `cause` (idempotency key). */
-  async findHealOf(b: HealBatchRecord): Promise<string | undefined> {
-    const r = await this.db
-      .selectFrom('op_occ')
-      .select('id')
-      .where('vnf_instance_id', '=', b.vnfInstanceId)
-      .where('operation', '=', 'HEAL')
-      .where('is_automatic_invocation', '=', true)
-      .where('created_at', '>=', new Date(b.createdAt))
-      .where(sql<boolean>`operation_params->>'cause' like ${`${healCausePrefix(b.id)}%`}`)
-      .executeTakeFirst();
+  /** The heal op occ created for a batch, found by its origin (the batch's idempotency key, unique). */
+  async findHealOf(b: Pick<HealBatchRecord, 'id'>): Promise<string | undefined> {
+    const r = await this.db.selectFrom('op_occ').select('id').where('origin', '=', batchOrigin(b.id)).executeTakeFirst();
     return r?.id;
   }
 
@@ -748,7 +740,12 @@ export class FaultLedger {
   }
 }
 
-/** The `cause` of a batch's heal starts with this: it is the idempotency key of the heal. */
+/** The origin (idempotency key) of a batch's heal op occ: at most one heal per batch, ever. */
+export function batchOrigin(batchId: string): string {
+  return `autoheal-batch:${batchId}`;
+}
+
+/** The `cause` of a batch's heal starts with this (for people; the link is {@link batchOrigin}). */
 export function healCausePrefix(batchId: string): string {
   return `auto-heal: batch ${batchId}`;
 }

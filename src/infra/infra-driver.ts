@@ -12,6 +12,7 @@
  */
 import type { Logger } from 'pino';
 import type { VnfmConfig } from '../config.ts';
+import type { LcmCommand } from '../model/lcm-command.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { VnfcInfo, VnfcResourceInfo, VirtualStorageResourceInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
@@ -23,6 +24,8 @@ export interface InfraContext {
   instance: VnfInstanceRecord;
   /** The op occ being executed. */
   opOcc: OpOccRecord;
+  /** What the operation does, version-neutral. */
+  command: LcmCommand;
   vnfd: VnfPackageModel;
   flavour: FlavourModel;
   /** The VIM connection (with credentials) the VNF runs on. */

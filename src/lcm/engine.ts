@@ -12,6 +12,7 @@ import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
 import { Executor } from './executor.ts';
 import { LcmService } from './lcm-service.ts';
+import { OpOccStates } from './op-occ-state.ts';
 import { Runner } from './runner.ts';
 
 /** The engine parts other modules use (auto-heal, tests). */
@@ -21,6 +22,8 @@ export interface Engine {
   drivers: InfraDriverRegistry;
   mgmt: MgmtRunner;
   grants: GrantClient;
+  /** Op occ state transitions (with their notifications). */
+  states: OpOccStates;
 }
 
 /** Engine-aware context. */
@@ -35,10 +38,11 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config);
   let runner: Runner | undefined;
-  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, ctx.notifier, ctx.log, () => runner?.wake(), (t) => drivers.find(t) !== undefined);
-  const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, notifier: ctx.notifier, instances: ctx.instances, packages: ctx.packages, lcm, drivers, mgmt, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
+  const states = new OpOccStates({ notifier: ctx.notifier, metrics: ctx.metrics, instance: (id, tx) => ctx.instances.get(id, tx) });
+  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t) !== undefined);
+  const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, states, instances: ctx.instances, packages: ctx.packages, drivers, mgmt, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
-  ctx.engine = { lcm, runner, drivers, mgmt, grants };
+  ctx.engine = { lcm, runner, drivers, mgmt, grants, states };
   const r = runner;
   return { start: () => r.start(), stop: () => r.stop() };
 }

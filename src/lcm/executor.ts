@@ -21,24 +21,24 @@ import type { Logger } from 'pino';
 import type { VnfmMetrics } from '../core/metrics.ts';
 import type { VnfmConfig } from '../config.ts';
 import { classifyFailure, isVnfmError, terminalError, type VnfmError, vnfmError } from '../errors.ts';
-import type { HealPlan, InfraContext, InfraDriverRegistry, ObservedResources, ScalePlan } from '../infra/infra-driver.ts';
+import type { InfraContext, InfraDriverRegistry, ObservedResources } from '../infra/infra-driver.ts';
 import type { HookName, MgmtContext, MgmtResult, MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import { commandOf, type LcmCommand } from '../model/lcm-command.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
-import type { GrantClient, GrantRequest, ResourceDefinition } from '../nfvo/grant-client.ts';
-import type { Notifier } from '../notify/notifier.ts';
+import type { GrantClient, GrantRequest } from '../nfvo/grant-client.ts';
 import { mergePatch, type PackageService } from '../packages/package-service.ts';
-import { scaleLevelsAtInstantiationLevel, validateScale, vnfcCountAtLevel } from '../packages/vnfd-scaling.ts';
 import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { VimConnection } from '../vims/vim-registry.ts';
 import type { InstanceService } from './instance-service.ts';
-import { factsOf } from './instance-service.ts';
 import { rebuildInstantiatedInfo } from './instance-info.ts';
-import type { LcmService } from './lcm-service.ts';
 import { dbNowPlus, isStop, type OpLease } from './lease.ts';
+import type { OpOccStates } from './op-occ-state.ts';
 import { getOpOcc } from './op-occ-repo.ts';
+import type { OperationHandler, OpPlan, RunInput } from './operations/handler.ts';
+import { handlerFor } from './operations/index.ts';
 
 /** Persistent engine context of one op occ (the `ctx` column). */
 interface OpCtx {
@@ -108,7 +108,7 @@ function problemOf(e: unknown): { title: string; status: number; detail: string;
 }
 
 /** Steps whose interruption by a crash is safe to resume automatically. */
-const RESUMABLE_STEPS = new Set(['grant', 'infra', 'finalize', 'rollback-infra', 'rollback-finalize']);
+const RESUMABLE_STEPS = new Set(['grant', 'infra', 'finalize', 'rollback-infra']);
 
 /** Dependencies of the executor. */
 export interface ExecutorDeps {
@@ -116,10 +116,9 @@ export interface ExecutorDeps {
   config: VnfmConfig;
   log: Logger;
   metrics: VnfmMetrics;
-  notifier: Notifier;
+  states: OpOccStates;
   instances: InstanceService;
   packages: PackageService;
-  lcm: LcmService;
   drivers: InfraDriverRegistry;
   mgmt: MgmtRunner;
   grants: GrantClient;
@@ -267,8 +266,12 @@ export class Executor {
 
   private async loadAll(op: OpOccRecord, ctx: OpCtx) {
     const instance = await this.d.instances.get(op.vnfInstanceId);
-    const vnfd = await this.d.lcm.vnfdOf(instance);
-    const flavourId = ctx.flavourId ?? (op.operation === 'INSTANTIATE' ? (op.operationParams.flavourId as string) : instance.instantiatedVnfInfo?.flavourId);
+    const handler = handlerFor(op.operation);
+    // Frozen at the first run: a legacy row's command (derived from its request) names the VNFCs as they were then.
+    ctx.command ??= commandOf(op, instance);
+    const command = ctx.command as LcmCommand;
+    const vnfd = await this.d.packages.vnfd(instance.vnfPkgId);
+    const flavourId = ctx.flavourId ?? handler.flavourId(command as never, instance);
     const flavour = flavourId ? vnfd.flavours[flavourId] : undefined;
     if (!flavour) throw vnfmError('VNFM_ERR_INST_INVALID', `flavour ${flavourId} not found in VNFD ${vnfd.vnfdId}`);
     ctx.flavourId = flavour.flavourId;
@@ -280,43 +283,32 @@ export class Executor {
       filesCache ??= this.d.packages.files(instance.vnfPkgId);
       return filesCache;
     };
-    return { instance, vnfd, flavour, vim, vimKey: vimKey ?? 'vim1', files };
+    return { instance, handler, command, vnfd, flavour, vim, vimKey: vimKey ?? 'vim1', files };
   }
 
-  /** Computes and freezes the target levels/counts of the op (so retries use the same). */
-  private plan(op: OpOccRecord, ctx: OpCtx, instance: VnfInstanceRecord, flavour: FlavourModel): void {
-    if (ctx.targetScaleLevels && ctx.targetVduCounts) return;
-    const current: Record<string, number> = {};
-    for (const s of instance.instantiatedVnfInfo?.scaleStatus ?? []) current[s.aspectId] = s.scaleLevel;
-    for (const a of Object.keys(flavour.scalingAspects)) current[a] ??= 0;
-    if (op.operation === 'INSTANTIATE') {
-      const lvl = op.operationParams.instantiationLevelId as string | undefined;
-      ctx.instantiationLevelId = lvl ?? flavour.defaultInstantiationLevelId;
-      ctx.targetScaleLevels = scaleLevelsAtInstantiationLevel(flavour, lvl);
-      ctx.targetVduCounts = vnfcCountAtLevel(flavour, lvl);
-    } else if (op.operation === 'SCALE') {
-      const aspectId = op.operationParams.aspectId as string;
-      const from = current[aspectId] ?? 0;
-      const r = validateScale(flavour, aspectId, from, (op.operationParams.numberOfSteps as number) ?? 1, op.operationParams.type as 'SCALE_OUT' | 'SCALE_IN');
-      if (!r.ok) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', r.message);
-      ctx.fromLevel = from;
-      ctx.toLevel = r.newLevel;
-      ctx.targetScaleLevels = { ...current, [aspectId]: r.newLevel };
-      ctx.targetVduCounts = vnfcCountAtLevel(flavour, undefined, ctx.targetScaleLevels);
-    } else {
-      ctx.targetScaleLevels = current;
-      ctx.instantiationLevelId = instance.instantiatedVnfInfo?.instantiationLevelId;
-      ctx.targetVduCounts =
-        instance.instantiatedVnfInfo?.scaleStatus?.length || Object.keys(flavour.scalingAspects).length ? vnfcCountAtLevel(flavour, undefined, current) : vnfcCountAtLevel(flavour, ctx.instantiationLevelId);
-      if (op.operation === 'TERMINATE') ctx.targetVduCounts = Object.fromEntries(Object.keys(ctx.targetVduCounts).map((k) => [k, 0]));
+  /** Computes and freezes the op's targets (levels, VNFC counts) in its checkpoint, so retries use the same. */
+  private plan(ctx: OpCtx, all: Loaded): OpPlan {
+    if (!ctx.targetScaleLevels || !ctx.targetVduCounts) {
+      const p = all.handler.plan(all.command as never, all.instance, all.flavour);
+      ctx.targetScaleLevels = p.targetScaleLevels;
+      ctx.targetVduCounts = p.targetVduCounts;
+      if (p.instantiationLevelId !== undefined) ctx.instantiationLevelId = p.instantiationLevelId;
+      if (p.fromLevel !== undefined) ctx.fromLevel = p.fromLevel;
+      if (p.toLevel !== undefined) ctx.toLevel = p.toLevel;
     }
+    return planOf(ctx);
   }
 
-  private infraContext(op: OpOccRecord, ctx: OpCtx, all: Awaited<ReturnType<Executor['loadAll']>>, grant: Record<string, unknown> | null, log: Logger): InfraContext {
+  private runInput(ctx: OpCtx, all: Loaded): RunInput<never> {
+    return { command: all.command, instance: all.instance, flavour: all.flavour, plan: planOf(ctx) } as unknown as RunInput<never>;
+  }
+
+  private infraContext(op: OpOccRecord, ctx: OpCtx, all: Loaded, grant: Record<string, unknown> | null, log: Logger): InfraContext {
     if (!all.vim) throw vnfmError('VNFM_ERR_INST_INVALID', `VnfInstance ${op.vnfInstanceId} has no vimConnectionInfo`);
     return {
       instance: all.instance,
       opOcc: op,
+      command: all.command,
       vnfd: all.vnfd,
       flavour: all.flavour,
       vim: all.vim,
@@ -340,11 +332,12 @@ export class Executor {
     return drv;
   }
 
-  private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>, grant: Record<string, unknown> | null, log: Logger): Promise<void | 'skipped'> {
-    const mctx: MgmtContext = {
+  private mgmtContext(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger): MgmtContext {
+    return {
       hook,
       instance: all.instance,
       opOcc: op,
+      command: all.command,
       request: op.operationParams,
       vnfd: all.vnfd,
       flavour: all.flavour,
@@ -359,6 +352,10 @@ export class Executor {
       config: this.d.config,
       publicUrl: this.d.config.publicUrl,
     };
+  }
+
+  private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger): Promise<void | 'skipped'> {
+    const mctx = this.mgmtContext(op, ctx, hook, all, grant, log);
     if (!this.d.mgmt.applies(mctx)) return 'skipped';
     await this.lease(ctx).confirm();
     const r = await this.d.mgmt.run(mctx);
@@ -373,157 +370,94 @@ export class Executor {
   }
 
   /** Whether every driver acting on this hook declares it safe to repeat (then a crash inside it is resumed). */
-  private hookIdempotent(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>): boolean {
-    return this.d.mgmt.idempotent({ hook, instance: all.instance, opOcc: op, request: op.operationParams, vnfd: all.vnfd, flavour: all.flavour, vim: all.vim, grantRequest: null, grant: null, files: all.files, state: ctx.mgmt, checkpoint: async () => undefined, signal: this.lease(ctx).signal, log: this.d.log, config: this.d.config, publicUrl: this.d.config.publicUrl });
+  private hookIdempotent(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded): boolean {
+    return this.d.mgmt.idempotent({ ...this.mgmtContext(op, ctx, hook, all, null, this.d.log), grantRequest: null, checkpoint: async () => undefined });
   }
 
-  private hookNeeded(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Awaited<ReturnType<Executor['loadAll']>>): boolean {
-    return this.d.mgmt.applies({ hook, instance: all.instance, opOcc: op, request: op.operationParams, vnfd: all.vnfd, flavour: all.flavour, vim: all.vim, grantRequest: null, grant: null, files: all.files, state: ctx.mgmt, checkpoint: async () => undefined, signal: this.lease(ctx).signal, log: this.d.log, config: this.d.config, publicUrl: this.d.config.publicUrl });
+  private hookNeeded(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded): boolean {
+    return this.d.mgmt.applies({ ...this.mgmtContext(op, ctx, hook, all, null, this.d.log), grantRequest: null, checkpoint: async () => undefined });
   }
 
-  private healPlan(op: OpOccRecord, instance: VnfInstanceRecord): HealPlan {
-    const p = op.operationParams;
-    const ap = (p.additionalParams ?? {}) as Record<string, unknown>;
-    const ids = (p.vnfcInstanceId as string[] | undefined) ?? [];
-    const targets = this.d.lcm.resolveHealTargets(instance, ids, op.apiVersion);
-    // v1: a heal without VNFC ids (SOL003) re-creates the whole VNF. v2: the whole VNF only with all=true; otherwise every VNFC.
-    const entire = ids.length === 0 && (op.apiVersion === 'v1' || ap.all === true);
-    const allTargets = ids.length === 0 && !entire ? this.d.lcm.resolveHealTargets(instance, (instance.instantiatedVnfInfo?.vnfcInfo ?? []).map((i) => i.id), 'v2') : targets;
-    return { targets: allTargets, entire, includeStorage: ap.all === true, additionalParams: ap, ...(typeof p.cause === 'string' ? { cause: p.cause } : {}) };
-  }
-
-  private scalePlan(op: OpOccRecord, ctx: OpCtx): ScalePlan {
-    const p = op.operationParams;
-    return { type: p.type as 'SCALE_OUT' | 'SCALE_IN', aspectId: p.aspectId as string, numberOfSteps: (p.numberOfSteps as number) ?? 1, fromLevel: ctx.fromLevel ?? 0, toLevel: ctx.toLevel ?? 0, additionalParams: (p.additionalParams ?? {}) as Record<string, unknown> };
-  }
-
-  private grantRequest(op: OpOccRecord, ctx: OpCtx, instance: VnfInstanceRecord, vnfd: VnfPackageModel, flavour: FlavourModel): GrantRequest {
+  private grantRequest(op: OpOccRecord, ctx: OpCtx, all: Loaded): GrantRequest {
     const base = `${this.d.config.publicUrl}/vnflcm/${op.apiVersion}`;
-    const add: ResourceDefinition[] = [];
-    const remove: ResourceDefinition[] = [];
-    const existing = instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
-    const compute = (vduId: string, n: number, out: ResourceDefinition[]) => {
-      for (let i = 0; i < n; i++) out.push({ id: `${vduId}-${out.length}`, type: 'COMPUTE', vduId, resourceTemplateId: vduId });
-      for (const st of flavour.vdus[vduId]?.virtualStorageIds ?? []) for (let i = 0; i < n; i++) out.push({ id: `${st}-${out.length}`, type: 'STORAGE', vduId, resourceTemplateId: st });
-    };
-    const handleOf = (r: (typeof existing)[number]) => ({ resourceId: r.computeResource.resourceId, ...(r.computeResource.vimLevelResourceType ? { vimLevelResourceType: r.computeResource.vimLevelResourceType } : {}) });
-    if (op.operation === 'INSTANTIATE') for (const [vdu, n] of Object.entries(ctx.targetVduCounts ?? {})) compute(vdu, n, add);
-    else if (op.operation === 'TERMINATE') for (const r of existing) remove.push({ id: r.id, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId, resource: handleOf(r) });
-    else if (op.operation === 'SCALE') {
-      const cur = vnfcCountAtLevel(flavour, undefined, { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 });
-      for (const [vdu, n] of Object.entries(ctx.targetVduCounts ?? {})) {
-        const delta = n - (cur[vdu] ?? 0);
-        if (delta > 0) compute(vdu, delta, add);
-        if (delta < 0)
-          for (const r of existing.filter((x) => x.vduId === vdu).slice(delta))
-            remove.push({ id: r.id, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId, resource: handleOf(r) });
-      }
-    } else if (op.operation === 'HEAL') {
-      const plan = this.healPlan(op, instance);
-      const targets = plan.entire ? existing.map((r) => ({ vnfcResourceInfo: r })) : plan.targets;
-      for (const t of targets) {
-        const r = t.vnfcResourceInfo;
-        remove.push({ id: r.id, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId, resource: handleOf(r) });
-        add.push({ id: `${r.id}-new`, type: 'COMPUTE', vduId: r.vduId, resourceTemplateId: r.vduId });
-        if (plan.includeStorage || plan.entire) {
-          for (const sid of r.storageResourceIds ?? []) {
-            const st = instance.instantiatedVnfInfo?.virtualStorageResourceInfo?.find((s) => s.id === sid);
-            if (!st) continue;
-            remove.push({ id: st.id, type: 'STORAGE', vduId: r.vduId, resourceTemplateId: st.virtualStorageDescId, resource: { resourceId: st.storageResource.resourceId } });
-            add.push({ id: `${st.id}-new`, type: 'STORAGE', vduId: r.vduId, resourceTemplateId: st.virtualStorageDescId });
-          }
-        }
-      }
-    }
+    const { add, remove } = all.handler.grant(this.runInput(ctx, all));
+    const additionalParams = (all.command as { additionalParams?: Record<string, unknown> }).additionalParams;
     return {
-      vnfInstanceId: instance.id,
+      vnfInstanceId: all.instance.id,
       vnfLcmOpOccId: op.id,
-      vnfdId: vnfd.vnfdId,
-      flavourId: flavour.flavourId,
+      vnfdId: all.vnfd.vnfdId,
+      flavourId: all.flavour.flavourId,
       operation: op.operation,
       isAutomaticInvocation: op.isAutomaticInvocation,
       ...(ctx.instantiationLevelId && op.operation === 'INSTANTIATE' ? { instantiationLevelId: ctx.instantiationLevelId } : {}),
       ...(add.length ? { addResources: add } : {}),
       ...(remove.length ? { removeResources: remove } : {}),
-      ...(op.operationParams.additionalParams ? { additionalParams: op.operationParams.additionalParams as Record<string, unknown> } : {}),
-      _links: { vnfLcmOpOcc: { href: `${base}/vnf_lcm_op_occs/${op.id}` }, vnfInstance: { href: `${base}/vnf_instances/${instance.id}` } },
+      ...(additionalParams && Object.keys(additionalParams).length ? { additionalParams } : {}),
+      _links: { vnfLcmOpOcc: { href: `${base}/vnf_lcm_op_occs/${op.id}` }, vnfInstance: { href: `${base}/vnf_instances/${all.instance.id}` } },
     };
   }
 
   private async run(op0: OpOccRecord, ctx: OpCtx, log: Logger): Promise<void> {
     let op = op0;
     const all = await this.loadAll(op, ctx);
-    this.plan(op, ctx, all.instance, all.flavour);
+    const { handler } = all;
+    this.plan(ctx, all);
     let grant = op.grant;
     if (op.operationState === 'STARTING' || !ctx.done.includes('grant')) {
       await this.step(op.id, ctx, 'grant', log, async () => {
-        const gr = this.grantRequest(op, ctx, all.instance, all.vnfd, all.flavour);
+        const gr = this.grantRequest(op, ctx, all);
         try {
           grant = await this.d.grants.grant(gr);
         } catch (e) {
           if (isVnfmError(e, 'VNFM_ERR_GRANT_REJECTED')) throw Object.assign(e, { rollBack: true });
           throw e;
         }
+        const lease = this.lease(ctx);
         await this.d.db.transaction().execute(async (tx) => {
+          const set = { grant_request: json(gr), grant: json(grant), grant_id: (grant?.id as string) ?? null };
+          if (op.operationState !== 'STARTING') {
+            await lease.write(set, tx);
+            return;
+          }
           // Fenced; a cancel that came while the grant was requested (read in the same statement,
           // the row is locked from here on): a STARTING op is rolled back instead (the rollback of
           // this transaction undoes the update).
-          const cur = await this.lease(ctx).writeReturning(
-            { operation_state: 'PROCESSING', state_entered_time: new Date(), grant_request: json(gr), grant: json(grant), grant_id: (grant?.id as string) ?? null },
-            ['is_cancel_pending', 'cancel_mode'],
-            tx,
-          );
-          if (cur.is_cancel_pending && op.operationState === 'STARTING') throw new Cancelled(cur.cancel_mode ?? 'GRACEFUL', true);
-          if (op.operationState === 'STARTING') {
-            await this.d.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(all.instance), opOccId: op.id, operation: op.operation, operationState: 'PROCESSING', notificationStatus: 'START', isAutomaticInvocation: op.isAutomaticInvocation });
-          }
+          const cur = await lease.writeReturning(set, ['is_cancel_pending', 'cancel_mode'], tx);
+          if (cur.is_cancel_pending) throw new Cancelled(cur.cancel_mode ?? 'GRACEFUL', true);
+          await this.d.states.started(tx, (s, t) => lease.write(s, t), op, all.instance, {});
         });
         op = await getOpOcc(this.d.db, op.id);
       });
     }
-    const opName = op.operation === 'MODIFY_INFO' ? 'modify_information' : op.operation.toLowerCase();
-    const drv = op.operation === 'MODIFY_INFO' ? undefined : this.driverFor(all.vim);
-    await this.step(op.id, ctx, 'mgmt-start', log, () => this.hook(op, ctx, `${opName}_start` as HookName, all, grant, log), () => this.hookNeeded(op, ctx, `${opName}_start` as HookName, all), () => this.hookIdempotent(op, ctx, `${opName}_start` as HookName, all));
+    const hooks = { start: `${handler.hook}_start` as HookName, end: `${handler.hook}_end` as HookName };
+    const drv = this.driverFor(all.vim);
+    await this.step(op.id, ctx, 'mgmt-start', log, () => this.hook(op, ctx, hooks.start, all, grant, log), () => this.hookNeeded(op, ctx, hooks.start, all), () => this.hookIdempotent(op, ctx, hooks.start, all));
     await this.step(op.id, ctx, 'infra', log, async () => {
-      if (!drv) return;
       const ictx = this.infraContext(op, ctx, all, grant, log);
-      const lease = this.lease(ctx);
-      if (op.operation !== 'HEAL') await lease.confirm();
-      switch (op.operation) {
-        case 'INSTANTIATE':
-          await drv.instantiate(ictx, op.operationParams);
-          break;
-        case 'TERMINATE':
-          await drv.terminate(ictx, op.operationParams);
-          break;
-        case 'SCALE':
-          await drv.scale(ictx, this.scalePlan(op, ctx));
-          break;
-        case 'HEAL': {
-          const plan = this.healPlan(op, all.instance);
-          ctx.healedIds = (plan.entire ? (all.instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []).map((r) => r.id) : plan.targets.map((t) => t.vnfcResourceInfo.id));
+      await this.lease(ctx).confirm();
+      await handler.infra(drv, ictx, this.runInput(ctx, all), {
+        remember: async (ids) => {
+          ctx.healedIds = ids;
+          // A fenced write: it also confirms the lease right before the driver acts.
           await this.save(op.id, ctx);
-          await lease.confirm();
-          await drv.heal(ictx, plan);
-          break;
-        }
-      }
+        },
+      });
     });
     // Observe before the end hook so that it sees the new resources.
     let observed: ObservedResources | undefined;
-    if (drv && op.operation !== 'TERMINATE') observed = await this.observe(drv, this.infraContext(op, ctx, all, grant, log), ctx);
-    const infoAfter = observed ? this.rebuild(op, all.instance, observed, ctx, all).info : null;
-    const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: op.operation === 'TERMINATE' ? 'NOT_INSTANTIATED' : 'INSTANTIATED', instantiatedVnfInfo: infoAfter };
+    if (handler.observes) observed = await this.observe(drv, this.infraContext(op, ctx, all, grant, log), ctx);
+    const infoAfter = observed ? this.rebuild(all.instance, observed, ctx, all).info : null;
+    const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: handler.instantiatedAfter ? 'INSTANTIATED' : 'NOT_INSTANTIATED', instantiatedVnfInfo: infoAfter };
     let endHookRan = false;
     await this.step(op.id, ctx, 'mgmt-end', log, async () => {
-      const r = await this.hook(op, ctx, `${opName}_end` as HookName, { ...all, instance: instAfter }, grant, log);
+      const r = await this.hook(op, ctx, hooks.end, { ...all, instance: instAfter }, grant, log);
       endHookRan = r !== 'skipped';
       return r;
-    }, () => this.hookNeeded(op, ctx, `${opName}_end` as HookName, all), () => this.hookIdempotent(op, ctx, `${opName}_end` as HookName, all));
+    }, () => this.hookNeeded(op, ctx, hooks.end, all), () => this.hookIdempotent(op, ctx, hooks.end, all));
     await this.step(op.id, ctx, 'finalize', log, async () => {
       // The end hook may have changed the VIM (e.g. registered alarms): observe again then.
-      if (drv && op.operation !== 'TERMINATE' && (endHookRan || !observed)) observed = await this.observe(drv, this.infraContext(op, ctx, all, grant, log), ctx);
-      await this.complete(op, ctx, all, observed ?? { vnfcs: [], storages: [], virtualLinks: [] }, log);
+      if (handler.observes && (endHookRan || !observed)) observed = await this.observe(drv, this.infraContext(op, ctx, all, grant, log), ctx);
+      await this.complete(op, ctx, all, observed ?? NOTHING, log, 'COMPLETED', handler.instantiatedAfter);
     });
   }
 
@@ -533,8 +467,9 @@ export class Executor {
     return drv.observe(ictx);
   }
 
-  private rebuild(op: OpOccRecord, instance: VnfInstanceRecord, observed: ObservedResources, ctx: OpCtx, all: { flavour: FlavourModel; vimKey: string }) {
+  private rebuild(instance: VnfInstanceRecord, observed: ObservedResources, ctx: OpCtx, all: Loaded) {
     const levels = ctx.targetScaleLevels ?? {};
+    const cmd = all.command;
     return rebuildInstantiatedInfo(instance.instantiatedVnfInfo, observed, {
       flavourId: all.flavour.flavourId,
       vimConnectionId: all.vimKey,
@@ -542,62 +477,50 @@ export class Executor {
       maxScaleLevels: Object.values(all.flavour.scalingAspects).map((a) => ({ aspectId: a.aspectId, scaleLevel: a.maxScaleLevel })),
       instantiationLevelId: ctx.instantiationLevelId,
       healedIds: new Set(ctx.healedIds ?? []),
-      ...(op.operation === 'INSTANTIATE' && Array.isArray(op.operationParams.extVirtualLinks) ? { extVirtualLinks: op.operationParams.extVirtualLinks as Record<string, unknown>[] } : {}),
+      ...(cmd.operation === 'INSTANTIATE' && cmd.extVirtualLinks ? { extVirtualLinks: cmd.extVirtualLinks } : {}),
       ...(ctx.mgmtResult?.vnfcMetadata ? { vnfcMetadata: ctx.mgmtResult.vnfcMetadata } : {}),
     });
   }
 
-  private async complete(op: OpOccRecord, ctx: OpCtx, all: Awaited<ReturnType<Executor['loadAll']>>, observed: ObservedResources, log: Logger, finalState: 'COMPLETED' | 'ROLLED_BACK' = 'COMPLETED', instantiated?: boolean): Promise<void> {
+  /** The op ends COMPLETED or ROLLED_BACK: op occ, instance and RESULT notification in one (fenced) transaction. */
+  private async complete(op: OpOccRecord, ctx: OpCtx, all: Loaded, observed: ObservedResources, log: Logger, finalState: 'COMPLETED' | 'ROLLED_BACK', instantiated: boolean): Promise<void> {
     const inst = await this.d.instances.get(op.vnfInstanceId);
-    const terminated = instantiated === false || (instantiated === undefined && op.operation === 'TERMINATE');
-    const { info, changes } = this.rebuild(op, inst, observed, ctx, all);
-    const newInfo: InstantiatedVnfInfo | null = terminated ? null : info;
+    const { info, changes } = this.rebuild(inst, observed, ctx, all);
+    const newInfo: InstantiatedVnfInfo | null = instantiated ? info : null;
+    const lease = this.lease(ctx);
     await this.d.db.transaction().execute(async (tx) => {
       const rc = changes.affectedVnfcs.length || changes.affectedVirtualLinks.length || changes.affectedVirtualStorages.length ? changes : null;
-      // Fenced and first: a lost lease rolls the whole transaction back (no instance change, no notification).
       delete ctx.current;
-      await this.lease(ctx).write(
-        // A cancel that came during the last step had nothing left to stop: it is not pending any more.
-        { operation_state: finalState, state_entered_time: new Date(), resource_changes: json(rc), error: json(null), pending: null, lease_owner: null, lease_until: null, next_attempt_at: null, step_attempts: 0, ctx: json(ctx), grant: json(null), is_cancel_pending: false, cancel_mode: null },
+      // Fenced and first: a lost lease rolls the whole transaction back (no instance change, no notification).
+      // A cancel that came during the last step had nothing left to stop: it is not pending any more.
+      const set = { resource_changes: json(rc), error: json(null), pending: null, lease_owner: null, lease_until: null, next_attempt_at: null, step_attempts: 0, ctx: json(ctx), grant: json(null), is_cancel_pending: false, cancel_mode: null };
+      await this.d.states.finished(
         tx,
+        async (s, t) => {
+          await lease.write(s, t);
+          const iset: Record<string, unknown> = { instantiation_state: instantiated ? 'INSTANTIATED' : 'NOT_INSTANTIATED', instantiated_vnf_info: json(newInfo), rev: inst.rev + 1 };
+          if (ctx.mgmtResult?.metadata) iset.metadata = json(mergePatch(inst.metadata ?? {}, ctx.mgmtResult.metadata));
+          if (ctx.mgmtResult?.extensions) iset.extensions = json(mergePatch(inst.extensions ?? {}, ctx.mgmtResult.extensions));
+          if (finalState === 'COMPLETED' && instantiated && all.handler.completedInstanceUpdate) Object.assign(iset, all.handler.completedInstanceUpdate(all.command as never, inst));
+          await t.updateTable('vnf_instance').set(iset as never).where('id', '=', op.vnfInstanceId).execute();
+        },
+        op,
+        finalState,
+        set,
+        { instanceId: op.vnfInstanceId, full: { affectedVnfcs: changes.affectedVnfcs, affectedVirtualLinks: changes.affectedVirtualLinks, affectedVirtualStorages: changes.affectedVirtualStorages } },
       );
-      const set: Record<string, unknown> = {
-        instantiation_state: terminated ? 'NOT_INSTANTIATED' : 'INSTANTIATED',
-        instantiated_vnf_info: json(newInfo),
-        rev: inst.rev + 1,
-      };
-      if (ctx.mgmtResult?.metadata) set.metadata = json(mergePatch(inst.metadata ?? {}, ctx.mgmtResult.metadata));
-      if (ctx.mgmtResult?.extensions) set.extensions = json(mergePatch(inst.extensions ?? {}, ctx.mgmtResult.extensions));
-      if (op.operation === 'INSTANTIATE' && !terminated) {
-        const p = op.operationParams;
-        if (p.vnfConfigurableProperties) set.vnf_configurable_properties = json(mergePatch(inst.vnfConfigurableProperties ?? {}, p.vnfConfigurableProperties));
-        if (p.extensions) set.extensions = json(mergePatch(inst.extensions ?? {}, p.extensions));
-      }
-      await tx.updateTable('vnf_instance').set(set as never).where('id', '=', op.vnfInstanceId).execute();
-      const after = await this.d.instances.get(op.vnfInstanceId, tx);
-      await this.d.notifier.enqueue(tx, {
-        kind: 'VnfLcmOperationOccurrenceNotification',
-        instance: factsOf(after),
-        opOccId: op.id,
-        operation: op.operation,
-        operationState: finalState,
-        notificationStatus: 'RESULT',
-        isAutomaticInvocation: op.isAutomaticInvocation,
-        full: { affectedVnfcs: changes.affectedVnfcs, affectedVirtualLinks: changes.affectedVirtualLinks, affectedVirtualStorages: changes.affectedVirtualStorages },
-      });
     });
     this.finished.add(ctx);
-    this.d.metrics.lcmOps.inc({ operation: op.operation, result: finalState });
-    this.d.metrics.lcmOpDuration.observe({ operation: op.operation }, (Date.now() - op.startTime.getTime()) / 1000);
-    if (op.operation === 'HEAL') this.d.metrics.heals.inc({ trigger: op.isAutomaticInvocation ? 'auto' : 'manual', result: 'COMPLETED' });
     log.info({ state: finalState, ms: Date.now() - op.startTime.getTime() }, 'lcm operation finished');
   }
 
   private async rollback(op: OpOccRecord, ctx: OpCtx, log: Logger): Promise<void> {
     const all = await this.loadAll(op, ctx);
-    this.plan(op, ctx, all.instance, all.flavour);
+    this.plan(ctx, all);
+    const rb = all.handler.rollback;
+    if (!rb) throw terminalError('VNFM_ERR_OPOCC_UNSUPPORTED', `Rollback of ${op.operation} is not supported; retry it or fail it.`);
     const drv = this.driverFor(all.vim);
-    const opName = op.operation.toLowerCase();
+    const hook = all.handler.hook;
     // Rollback steps are tracked separately from the forward steps.
     ctx.rollbackDone ??= [];
     const rdone = ctx.rollbackDone as string[];
@@ -610,17 +533,18 @@ export class Executor {
       delete ctx.current;
       await this.save(op.id, ctx);
     };
-    await rstep('mgmt-start', () => this.hook(op, ctx, `${opName}_rollback_start` as HookName, all, op.grant, log));
+    await rstep('mgmt-start', () => this.hook(op, ctx, `${hook}_rollback_start` as HookName, all, op.grant, log));
     await rstep('infra', async () => {
       const ictx = this.infraContext(op, ctx, all, op.grant, log);
       await this.lease(ctx).confirm();
-      if (op.operation === 'INSTANTIATE') await drv.rollbackInstantiate(ictx);
-      else await drv.rollbackScaleOut({ ...ictx, targetScaleLevels: { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 } }, this.scalePlan(op, ctx));
+      await rb.infra(drv, ictx, this.runInput(ctx, all));
     });
-    await rstep('mgmt-end', () => this.hook(op, ctx, `${opName}_rollback_end` as HookName, all, op.grant, log));
-    if (op.operation === 'SCALE') ctx.targetScaleLevels = { ...(ctx.targetScaleLevels ?? {}), [op.operationParams.aspectId as string]: ctx.fromLevel ?? 0 };
-    const observed = op.operation === 'INSTANTIATE' ? { vnfcs: [], storages: [], virtualLinks: [] } : await this.observe(drv, this.infraContext(op, ctx, all, op.grant, log), ctx);
-    await this.complete(op, ctx, all, observed, log, 'ROLLED_BACK', op.operation !== 'INSTANTIATE');
+    await rstep('mgmt-end', () => this.hook(op, ctx, `${hook}_rollback_end` as HookName, all, op.grant, log));
+    const after = rb.planAfter(this.runInput(ctx, all));
+    ctx.targetScaleLevels = after.targetScaleLevels;
+    ctx.targetVduCounts = after.targetVduCounts;
+    const observed = rb.observes ? await this.observe(drv, this.infraContext(op, ctx, all, op.grant, log), ctx) : NOTHING;
+    await this.complete(op, ctx, all, observed, log, 'ROLLED_BACK', rb.instantiatedAfter);
   }
 
   private async failTemp(opId: string, ctx: OpCtx, e: unknown, log: Logger, exhausted?: { step: string; attempts: number }): Promise<void> {
@@ -632,30 +556,38 @@ export class Executor {
     if (!isVnfmError(e) && !cancelled) log.error({ err: e }, 'operation failed unexpectedly');
     else log.warn({ step: ctx.current, error: err.detail, attempts: exhausted?.attempts }, 'operation failed');
     const state = rolledBack ? 'ROLLED_BACK' : 'FAILED_TEMP';
+    const lease = this.lease(ctx);
     await this.d.db.transaction().execute(async (tx) => {
-      // Fenced and first: with the lease lost nothing is written and nothing is notified.
-      await this.lease(ctx).write(
-        {
-          operation_state: state,
-          state_entered_time: new Date(),
-          error: json(err),
-          pending: null,
-          lease_owner: null,
-          lease_until: null,
-          next_attempt_at: null,
-          ...(exhausted ? { step_attempts: exhausted.attempts } : {}),
-          ctx: json(ctx),
-          is_cancel_pending: false,
-          cancel_mode: null,
-        },
-        tx,
-      );
-      const row = await tx.selectFrom('op_occ').selectAll().where('id', '=', opId).executeTakeFirst();
-      if (!row) return;
-      const inst = await this.d.instances.get(row.vnf_instance_id, tx);
-      await this.d.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(inst), opOccId: opId, operation: row.operation, operationState: state, notificationStatus: 'RESULT', isAutomaticInvocation: row.is_automatic_invocation, error: err });
-      this.d.metrics.lcmOps.inc({ operation: row.operation, result: state });
-      if (row.operation === 'HEAL') this.d.metrics.heals.inc({ trigger: row.is_automatic_invocation ? 'auto' : 'manual', result: 'FAILED_TEMP' });
+      // Read under the lock of the fenced write below; its state is the transition's origin.
+      const op = await getOpOcc(tx, opId);
+      const set = {
+        error: json(err),
+        pending: null,
+        lease_owner: null,
+        lease_until: null,
+        next_attempt_at: null,
+        ...(exhausted ? { step_attempts: exhausted.attempts } : {}),
+        ctx: json(ctx),
+        is_cancel_pending: false,
+        cancel_mode: null,
+      };
+      // Fenced: with the lease lost nothing is written and nothing is notified.
+      await this.d.states.finished(tx, (s, t) => lease.write(s, t), op, state, set, { instanceId: op.vnfInstanceId, error: err });
     });
   }
+}
+
+type Loaded = Awaited<ReturnType<Executor['loadAll']>> & { handler: OperationHandler; command: LcmCommand };
+
+const NOTHING: ObservedResources = { vnfcs: [], storages: [], virtualLinks: [] };
+
+/** The op's plan as frozen in its checkpoint. */
+function planOf(ctx: OpCtx): OpPlan {
+  return {
+    targetScaleLevels: ctx.targetScaleLevels ?? {},
+    targetVduCounts: ctx.targetVduCounts ?? {},
+    ...(ctx.instantiationLevelId !== undefined ? { instantiationLevelId: ctx.instantiationLevelId } : {}),
+    ...(ctx.fromLevel !== undefined ? { fromLevel: ctx.fromLevel } : {}),
+    ...(ctx.toLevel !== undefined ? { toLevel: ctx.toLevel } : {}),
+  };
 }

@@ -1,20 +1,17 @@
 /**
- * VNF instance resources: create, read, modify (MODIFY_INFO op occ), delete. Every change and the
+ * VNF instance resources: create, read, delete (modify: operations/modify-info.ts). Every change and the
  * notification it causes are written in one transaction.
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Logger } from 'pino';
 import { vnfmError } from '../errors.ts';
-import { type OpOccRecord } from '../model/op-occ.ts';
 import { type VnfInstanceRecord, instanceFromRow } from '../model/vnf-instance.ts';
 import type { InstanceFacts, Notifier } from '../notify/notifier.ts';
-import { mergePatch } from '../packages/package-service.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 import type { VimConnection, VimRegistry } from '../vims/vim-registry.ts';
-import { getOpOcc, insertOpOcc } from './op-occ-repo.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -161,82 +158,4 @@ export class InstanceService {
     });
     this.log.info({ vnfInstanceId: id }, 'vnf instance deleted');
   }
-
-  /**
-   * Modify info: a MODIFY_INFO op occ that completes at once (no VIM involved), with the START and
-   * RESULT notifications, all in one transaction. Returns the op occ.
-   */
-  async modify(id: string, patch: ModifyInstanceInput, apiVersion: 'v1' | 'v2'): Promise<OpOccRecord> {
-    const newConns: Record<string, VimConnection> = {};
-    for (const [k, v] of Object.entries(patch.vimConnectionInfo ?? {})) if (v !== null) newConns[k] = await this.vims.complete(v);
-    let opId = '';
-    await this.db.transaction().execute(async (tx) => {
-      const inst = await this.get(id, tx);
-      const op = await insertOpOcc(tx, { vnfInstanceId: id, operation: 'MODIFY_INFO', state: 'PROCESSING', params: withoutAccessInfo(patch), pending: null, apiVersion });
-      opId = op.id;
-      await this.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(inst), opOccId: op.id, operation: 'MODIFY_INFO', operationState: 'PROCESSING', notificationStatus: 'START', isAutomaticInvocation: false });
-      const set: Record<string, unknown> = { rev: inst.rev + 1 };
-      const changed: Record<string, unknown> = {};
-      if (patch.vnfInstanceName !== undefined) set.vnf_instance_name = changed.vnfInstanceName = patch.vnfInstanceName;
-      if (patch.vnfInstanceDescription !== undefined) set.vnf_instance_description = changed.vnfInstanceDescription = patch.vnfInstanceDescription;
-      if (patch.vnfConfigurableProperties !== undefined) {
-        const v = patch.vnfConfigurableProperties === null ? null : mergePatch(inst.vnfConfigurableProperties ?? {}, patch.vnfConfigurableProperties);
-        set.vnf_configurable_properties = json(v);
-        changed.vnfConfigurableProperties = v;
-      }
-      if (patch.metadata !== undefined) {
-        const v = patch.metadata === null ? null : mergePatch(inst.metadata ?? {}, patch.metadata);
-        set.metadata = json(v);
-        changed.metadata = v;
-      }
-      if (patch.extensions !== undefined) {
-        const v = patch.extensions === null ? null : mergePatch(inst.extensions ?? {}, patch.extensions);
-        set.extensions = json(v);
-        changed.extensions = v;
-      }
-      if (patch.vimConnectionInfo !== undefined) {
-        const cur = await this.vimConnections(id, tx);
-        for (const [k, v] of Object.entries(patch.vimConnectionInfo)) {
-          if (v === null) delete cur[k];
-          else cur[k] = newConns[k] as VimConnection;
-        }
-        const sealed = await this.sealConnections(cur);
-        set.vim_connection_info = json(sealed.info);
-        set.vim_secrets = sealed.secrets;
-        changed.vimConnectionInfo = sealed.info;
-      }
-      if (patch.vnfdId !== undefined && patch.vnfdId !== inst.vnfdId) {
-        if (inst.instantiationState !== 'NOT_INSTANTIATED') throw vnfmError('VNFM_ERR_INST_STATE', `vnfdId of VnfInstance ${id} can only change while NOT_INSTANTIATED.`);
-        const pkg = await tx.selectFrom('vnf_package').selectAll().where('vnfd_id', '=', patch.vnfdId).where('onboarding_state', '=', 'ONBOARDED').executeTakeFirst();
-        if (!pkg) throw vnfmError('VNFM_ERR_VNFD_NOT_FOUND', `VNF package with vnfdId ${patch.vnfdId} is not onboarded.`);
-        Object.assign(set, { vnfd_id: patch.vnfdId, vnf_pkg_id: pkg.id, vnf_provider: pkg.vnf_provider ?? '', vnf_product_name: pkg.vnf_product_name ?? '', vnf_software_version: pkg.vnf_software_version ?? '', vnfd_version: pkg.vnfd_version ?? '' });
-        changed.vnfdId = patch.vnfdId;
-        await tx.updateTable('vnf_package').set({ usage_state: 'IN_USE' }).where('id', '=', pkg.id).execute();
-      }
-      await tx.updateTable('vnf_instance').set(set as never).where('id', '=', id).execute();
-      if (changed.vnfdId) {
-        const others = await tx.selectFrom('vnf_instance').select('id').where('vnf_pkg_id', '=', inst.vnfPkgId).executeTakeFirst();
-        if (!others) await tx.updateTable('vnf_package').set({ usage_state: 'NOT_IN_USE' }).where('id', '=', inst.vnfPkgId).execute();
-      }
-      const now = new Date();
-      await tx.updateTable('op_occ').set({ operation_state: 'COMPLETED', state_entered_time: now, changed_info: json(changed) }).where('id', '=', op.id).execute();
-      const after = await this.get(id, tx);
-      await this.notifier.enqueue(tx, { kind: 'VnfLcmOperationOccurrenceNotification', instance: factsOf(after), opOccId: op.id, operation: 'MODIFY_INFO', operationState: 'COMPLETED', notificationStatus: 'RESULT', isAutomaticInvocation: false, full: { changedInfo: changed } });
-    });
-    this.log.info({ vnfInstanceId: id, opOccId: opId }, 'vnf instance modified');
-    return getOpOcc(this.db, opId);
-  }
-}
-
-/** The request as kept in `operationParams`: VIM credentials (accessInfo) are sealed elsewhere and never echoed. */
-function withoutAccessInfo(patch: ModifyInstanceInput): Record<string, unknown> {
-  if (!patch.vimConnectionInfo) return { ...patch };
-  const vci = Object.fromEntries(
-    Object.entries(patch.vimConnectionInfo).map(([k, c]) => {
-      if (c === null) return [k, null];
-      const { accessInfo: _secret, ...rest } = c;
-      return [k, rest];
-    }),
-  );
-  return { ...patch, vimConnectionInfo: vci };
 }

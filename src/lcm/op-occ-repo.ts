@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import { vnfmError } from '../errors.ts';
+import type { LcmCommand } from '../model/lcm-command.ts';
 import { type OpOccRecord, type OpState, type Operation, type Pending, opOccFromRow } from '../model/op-occ.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
@@ -21,7 +22,18 @@ export function isUniqueViolation(e: unknown): boolean {
 /** Inserts a new op occ; throws 409 when another operation is active on the instance. */
 export async function insertOpOcc(
   tx: Db,
-  o: { vnfInstanceId: string; operation: Operation; state: OpState; params: Record<string, unknown>; automatic?: boolean; pending: Pending | null; apiVersion: 'v1' | 'v2'; id?: string },
+  o: {
+    vnfInstanceId: string;
+    operation: Operation;
+    state: OpState;
+    params: Record<string, unknown>;
+    automatic?: boolean;
+    pending: Pending | null;
+    apiVersion: 'v1' | 'v2';
+    id?: string;
+    command?: LcmCommand;
+    origin?: string;
+  },
 ): Promise<OpOccRecord> {
   const now = new Date();
   const id = o.id ?? randomUUID();
@@ -49,13 +61,28 @@ export async function insertOpOcc(
         pending: o.pending,
         attempts: 0,
         api_version: o.apiVersion,
+        command: o.command ? json(o.command) : null,
+        origin: o.origin ?? null,
       })
       .execute();
   } catch (e) {
+    if (isOriginViolation(e)) throw vnfmError('VNFM_ERR_INST_BUSY', `An LCM operation with origin ${o.origin} exists already.`, { extra: { origin: o.origin } });
     if (isUniqueViolation(e)) throw vnfmError('VNFM_ERR_INST_BUSY', `Other LCM operation of vnfInstance ${o.vnfInstanceId} is in progress.`);
     throw e;
   }
   return getOpOcc(tx, id);
+}
+
+/** True when the unique origin (idempotency key) of op occs was violated. */
+export function isOriginViolation(e: unknown): boolean {
+  const x = e as { constraint?: string; message?: string };
+  return isUniqueViolation(e) && (x?.constraint === 'op_occ_origin_uq' || /op_occ_origin_uq/.test(String(x?.message ?? '')));
+}
+
+/** The op occ created with an origin (idempotency key), if any. */
+export async function findByOrigin(db: Db, origin: string): Promise<OpOccRecord | undefined> {
+  const r = await db.selectFrom('op_occ').selectAll().where('origin', '=', origin).executeTakeFirst();
+  return r ? opOccFromRow(r as unknown as Record<string, unknown>) : undefined;
 }
 
 function busyError(instanceId: string, active: { id: string; operation: string; operation_state: string }) {

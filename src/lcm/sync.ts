@@ -35,13 +35,16 @@ import type { PluginHooks } from '../core/plugin.ts';
 import type { AppContext } from '../core/services.ts';
 import { isVnfmError, vnfmError } from '../errors.ts';
 import type { InfraContext, ObservedResources } from '../infra/infra-driver.ts';
+import type { ModifyInfoCommand } from '../model/lcm-command.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
-import { vnfcCountAtLevel } from '../packages/vnfd-scaling.ts';
 import { json } from '../store/db.ts';
 import type { Engine } from './engine.ts';
 import { type ResourceChanges, rebuildInstantiatedInfo } from './instance-info.ts';
-import { activeOpOcc, insertOpOcc } from './op-occ-repo.ts';
+import { activeOpOcc } from './op-occ-repo.ts';
+import { steadyPlan } from './operations/handler.ts';
+
+const SYNC_COMMAND: ModifyInfoCommand = { operation: 'MODIFY_INFO', sync: true };
 
 /** Options of the drift sync (config key `sync`). */
 export interface SyncOptions {
@@ -167,10 +170,7 @@ export class DriftSync {
     const vimKey = Object.keys(conns)[0];
     const vim = vimKey === undefined ? undefined : conns[vimKey];
     if (!vim || vimKey === undefined) throw vnfmError('VNFM_ERR_INST_INVALID', `VnfInstance ${inst.id} has no vimConnectionInfo`);
-    const levels: Record<string, number> = {};
-    for (const s of info.scaleStatus ?? []) levels[s.aspectId] = s.scaleLevel;
-    for (const a of Object.keys(flavour.scalingAspects)) levels[a] ??= 0;
-    const counts = info.scaleStatus?.length || Object.keys(flavour.scalingAspects).length ? vnfcCountAtLevel(flavour, undefined, levels) : vnfcCountAtLevel(flavour, info.instantiationLevelId);
+    const plan = steadyPlan(inst, flavour);
     const now = new Date();
     const opOcc: OpOccRecord = {
       id: opId,
@@ -198,12 +198,15 @@ export class DriftSync {
       nextAttemptAt: null,
       leaseEpoch: 0,
       apiVersion: 'v2',
+      command: SYNC_COMMAND,
+      origin: null,
       createdAt: now,
     };
     let files: Promise<Map<string, Buffer>> | undefined;
     const ictx: InfraContext = {
       instance: inst,
       opOcc,
+      command: SYNC_COMMAND,
       vnfd,
       flavour,
       vim,
@@ -212,8 +215,8 @@ export class DriftSync {
       state: {},
       checkpoint: async () => undefined,
       signal: new AbortController().signal,
-      targetScaleLevels: levels,
-      targetVduCounts: counts,
+      targetScaleLevels: plan.targetScaleLevels,
+      targetVduCounts: plan.targetVduCounts,
       log: this.log.child({ vnfInstanceId: inst.id }),
       config: ctx.config,
       publicUrl: ctx.config.publicUrl,
@@ -305,13 +308,16 @@ export class DriftSync {
         conflict = `VnfInstance ${id} changed while the VIM was being observed; nothing was stored`;
         return;
       }
-      // Throws 409 (and rolls the update back) when an operation started meanwhile.
-      await insertOpOcc(tx, { id: opId, vnfInstanceId: id, operation: 'MODIFY_INFO', state: 'COMPLETED', params: { sync: true }, automatic: true, pending: null, apiVersion: 'v2' });
-      await tx.updateTable('op_occ').set({ resource_changes: json(changes) }).where('id', '=', opId).execute();
+      // A MODIFY_INFO op occ completed at once, with its notifications; throws 409 (and rolls the
+      // update back) when an operation started meanwhile.
+      const op = await engine.states.create(tx, { id: opId, instance: inst, operation: 'MODIFY_INFO', command: SYNC_COMMAND, params: { sync: true }, apiVersion: 'v2', automatic: true, state: 'PROCESSING', pending: null });
+      const write = async (s: Record<string, unknown>) => {
+        await tx.updateTable('op_occ').set(s as never).where('id', '=', opId).execute();
+      };
+      await engine.states.finished(tx, write, op, 'COMPLETED', { resource_changes: json(changes) }, { instanceId: id, full: { affectedVnfcs: changes.affectedVnfcs, affectedVirtualLinks: changes.affectedVirtualLinks, affectedVirtualStorages: changes.affectedVirtualStorages } });
     });
     if (conflict !== undefined) throw vnfmError('VNFM_ERR_INST_BUSY', conflict);
     this.count('changed');
-    ctx.metrics.lcmOps.inc({ operation: 'MODIFY_INFO', result: 'COMPLETED' });
     this.log.info(
       {
         vnfInstanceId: id,

@@ -6,6 +6,7 @@
  */
 import type { Logger } from 'pino';
 import type { VnfmConfig } from '../config.ts';
+import type { LcmCommand } from '../model/lcm-command.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
 import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
@@ -20,6 +21,9 @@ export interface MgmtContext {
   /** The instance as the engine currently knows it (after the infra step for `_end` hooks). */
   instance: VnfInstanceRecord;
   opOcc: OpOccRecord;
+  /** What the operation does, version-neutral (heal targets are vnfcInfo ids). */
+  command: LcmCommand;
+  /** The request as the client sent it (for package scripts, which get it as `request`). */
   request: Record<string, unknown>;
   vnfd: VnfPackageModel;
   flavour: FlavourModel;

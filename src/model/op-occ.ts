@@ -3,6 +3,8 @@
  * runner must do next, `ctx` holds the step checkpoints, `lease_*` who runs it now.
  */
 
+import type { LcmCommand } from './lcm-command.ts';
+
 /** SOL LcmOperationStateType. */
 export const OP_STATES = {
   STARTING: 'STARTING',
@@ -61,7 +63,12 @@ export interface OpOccRecord {
   nextAttemptAt: Date | null;
   /** Claim generation; every write of the executor is fenced with it. */
   leaseEpoch: number;
+  /** The facade that accepted the op (links in its grant request point there). */
   apiVersion: 'v1' | 'v2';
+  /** The canonical command the op was accepted with (null on rows older than commands: see `commandOf`). */
+  command: LcmCommand | null;
+  /** Idempotency key of the creator (e.g. `autoheal-batch:<id>`), unique; null for API requests. */
+  origin: string | null;
   createdAt: Date;
 }
 
@@ -93,6 +100,8 @@ export function opOccFromRow(r: Record<string, unknown>): OpOccRecord {
     nextAttemptAt: r.next_attempt_at ? new Date(r.next_attempt_at as string) : null,
     leaseEpoch: Number(r.lease_epoch ?? 0),
     apiVersion: r.api_version as 'v1' | 'v2',
+    command: (r.command ?? null) as LcmCommand | null,
+    origin: (r.origin as string | null | undefined) ?? null,
     createdAt: new Date(r.created_at as string),
   };
 }

@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import { affectedVirtualLinksToV1 } from '../model/sol-shapes.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 
@@ -119,7 +120,7 @@ export class Notifier {
       for (const [k, val] of Object.entries(ev.full)) {
         if (val === undefined || val === null || (Array.isArray(val) && val.length === 0)) continue;
         // SOL 2.6.1 (v1) AffectedVirtualLink names the descriptor `virtualLinkDescId`.
-        body[k] = v === 'v1' && k === 'affectedVirtualLinks' ? (val as Record<string, unknown>[]).map(({ vnfVirtualLinkDescId, ...l }) => ({ ...l, virtualLinkDescId: vnfVirtualLinkDescId })) : val;
+        body[k] = v === 'v1' && k === 'affectedVirtualLinks' ? affectedVirtualLinksToV1(val as Record<string, unknown>[]) : val;
       }
     }
     return body;

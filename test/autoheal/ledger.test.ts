@@ -14,7 +14,7 @@ import { randomUUID } from 'node:crypto';
 import { before, it } from 'node:test';
 import { sql } from 'kysely';
 import { InstanceFactsCache } from '../../src/autoheal/instance-facts.ts';
-import { FaultLedger, healCausePrefix } from '../../src/autoheal/ledger.ts';
+import { FaultLedger, batchOrigin, healCausePrefix } from '../../src/autoheal/ledger.ts';
 import { type TestStore, describeStores } from '../helpers/db.ts';
 
 await describeStores('fault ledger', (env) => {
@@ -40,9 +40,9 @@ await describeStores('fault ledger', (env) => {
     return id;
   }
 
-  async function opRow(vnf: string, state: string, cause: string): Promise<string> {
+  async function opRow(vnf: string, state: string, cause: string, origin: string | null = null): Promise<string> {
     const id = randomUUID();
-    await store.db.insertInto('op_occ').values({ id, vnf_instance_id: vnf, operation: 'HEAL', operation_state: state, state_entered_time: new Date(), start_time: new Date(), is_automatic_invocation: true, is_cancel_pending: false, operation_params: JSON.stringify({ vnfcInstanceId: ['a'], cause }), error: JSON.stringify(null), resource_changes: JSON.stringify(null), changed_info: JSON.stringify(null), grant_request: JSON.stringify(null), grant: JSON.stringify(null), ctx: '{}', pending: null, attempts: 0, api_version: 'v2' }).execute();
+    await store.db.insertInto('op_occ').values({ id, vnf_instance_id: vnf, operation: 'HEAL', operation_state: state, state_entered_time: new Date(), start_time: new Date(), is_automatic_invocation: true, is_cancel_pending: false, operation_params: JSON.stringify({ vnfcInstanceId: ['a'], cause }), error: JSON.stringify(null), resource_changes: JSON.stringify(null), changed_info: JSON.stringify(null), grant_request: JSON.stringify(null), grant: JSON.stringify(null), ctx: '{}', pending: null, attempts: 0, api_version: 'v2', origin }).execute();
     return id;
   }
 
@@ -243,11 +243,11 @@ await describeStores('fault ledger', (env) => {
     assert.equal((await ledger.notificationsOf(batch.id))[0]?.status, 'packed');
   });
 
-  it('follows the heal op occ: done on COMPLETED, failed on FAILED_TEMP, and finds the heal by its cause', async () => {
+  it('follows the heal op occ: done on COMPLETED, failed on FAILED_TEMP, and finds the heal by its origin', async () => {
     const vnf = await instanceRow();
     const { batch } = await ledger.pack(input(vnf, 'a'), 0);
     const [c] = (await ledger.claimDue('p1', 10_000, 100)).filter((b) => b.id === batch.id);
-    const op = await opRow(vnf, 'PROCESSING', `${healCausePrefix(batch.id)}: test`);
+    const op = await opRow(vnf, 'PROCESSING', `${healCausePrefix(batch.id)}: test`, batchOrigin(batch.id));
     assert.equal(await ledger.findHealOf(c!), op);
     assert.equal((await ledger.recentAutoHeals(vnf, 60_000)).get('a'), 1);
     await ledger.settleClaimed(c!, { status: 'healing', opOccId: op, healedVnfcIds: ['a'], notifications: { status: 'healing' } });

@@ -4,6 +4,7 @@
  * virtualLinkResourceInfo, vnfPkgId). Nothing else in the code knows the differences.
  */
 import type { OpOccRecord } from '../../model/op-occ.ts';
+import { resourceChangesToV1 } from '../../model/sol-shapes.ts';
 import type { VnfInstanceRecord } from '../../model/vnf-instance.ts';
 
 /** API version of a facade. */
@@ -104,14 +105,6 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
   });
 }
 
-/** SOL 2.6.1 AffectedVirtualLink says `virtualLinkDescId` where 3.x says `vnfVirtualLinkDescId`. */
-export function resourceChangesToV1(rc: Record<string, unknown> | null): Record<string, unknown> | null {
-  if (!rc || !Array.isArray(rc.affectedVirtualLinks)) return rc;
-  return {
-    ...rc,
-    affectedVirtualLinks: (rc.affectedVirtualLinks as Record<string, unknown>[]).map(({ vnfVirtualLinkDescId, ...l }) => ({ ...l, virtualLinkDescId: vnfVirtualLinkDescId })),
-  };
-}
 
 /** Attributes excluded by default in list responses (SOL013 exclude_default). */
 export const INSTANCE_DEFAULT_EXCLUDED = ['vnfConfigurableProperties', 'vimConnectionInfo', 'instantiatedVnfInfo', 'metadata', 'extensions'];

@@ -7,6 +7,7 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { LcmService } from '../../lcm/lcm-service.ts';
 import type { AppContext } from '../../core/services.ts';
+import { healCommand, instantiateCommand, scaleCommand, terminateCommand } from './commands.ts';
 import { type ApiVersion, opOccToApi } from './converters.ts';
 import { IdParams, VimConnectionInfoSchema } from './schemas.ts';
 
@@ -64,10 +65,21 @@ export function lcmRoutes(ctx: AppContext, lcm: LcmService) {
     const tags = [`vnflcm ${v}`];
     // task resources take no body (cancel: an optional one); many NFVOs still send Content-Type: application/json with it empty
     const taskConfig = { emptyBody: true };
-    r.post('/vnf_instances/:id/instantiate', { schema: { params: IdParams, body: InstantiateSchema(v), tags } }, async (req, reply) => accepted(reply, (await lcm.instantiate(id(req), body(req), v)).id));
-    r.post('/vnf_instances/:id/terminate', { schema: { params: IdParams, body: TerminateSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.terminate(id(req), body(req), v)).id));
-    r.post('/vnf_instances/:id/scale', { schema: { params: IdParams, body: ScaleSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.scale(id(req), body(req), v)).id));
-    r.post('/vnf_instances/:id/heal', { schema: { params: IdParams, body: HealSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.heal(id(req), body(req), v)).id));
+    const opts = (b: Record<string, unknown>) => ({ apiVersion: v, params: b });
+    r.post('/vnf_instances/:id/instantiate', { schema: { params: IdParams, body: InstantiateSchema(v), tags } }, async (req, reply) => {
+      const b = body(req);
+      const { command, vimConnectionInfo } = instantiateCommand(b, v);
+      return accepted(reply, (await lcm.instantiate(id(req), command, { ...opts(b), ...(vimConnectionInfo ? { vimConnectionInfo } : {}) })).id);
+    });
+    r.post('/vnf_instances/:id/terminate', { schema: { params: IdParams, body: TerminateSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.terminate(id(req), terminateCommand(body(req)), opts(body(req)))).id));
+    r.post('/vnf_instances/:id/scale', { schema: { params: IdParams, body: ScaleSchema, tags } }, async (req, reply) => {
+      const command = scaleCommand(body(req));
+      return accepted(reply, (await lcm.scale(id(req), command, opts({ ...body(req), numberOfSteps: command.numberOfSteps }))).id);
+    });
+    r.post('/vnf_instances/:id/heal', { schema: { params: IdParams, body: HealSchema, tags } }, async (req, reply) => {
+      const command = healCommand(body(req), v, await ctx.instances.get(id(req)));
+      return accepted(reply, (await lcm.heal(id(req), command, opts(body(req)))).id);
+    });
     r.post('/vnf_lcm_op_occs/:id/retry', { schema: { params: IdParams, tags }, config: taskConfig }, async (req, reply) => {
       await lcm.retry(id(req));
       return reply.code(202).send();

@@ -13,6 +13,7 @@ import { lcmRoutes } from './lcm-routes.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
 import { syncRoutes } from './sync-routes.ts';
 import { instanceListSpec, opOccListSpec } from './list-specs.ts';
+import { v1Connections } from './commands.ts';
 import { type ApiVersion, INSTANCE_DEFAULT_EXCLUDED, OPOCC_DEFAULT_EXCLUDED, instanceToApi, opOccToApi } from './converters.ts';
 import { IdParams, createVnfRequestSchema, modifyVnfRequestSchema } from './schemas.ts';
 
@@ -30,17 +31,6 @@ export function checkVersionHeader(req: FastifyRequest): void {
   const base = value.split('-impl:')[0]?.trim() ?? '';
   if (!/^\d+\.\d+\.\d+$/.test(base)) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `Version header '${value}' is malformed`);
   if (base !== '2.0.0') throw vnfmError('VNFM_ERR_API_VERSION_UNSUPPORTED', `API version ${value} is not supported; supported: 2.0.0`);
-}
-
-function v1Connections(list: unknown[] | undefined): Record<string, Partial<VimConnection>> | undefined {
-  if (!list) return undefined;
-  const out: Record<string, Partial<VimConnection>> = {};
-  list.forEach((e, i) => {
-    const c = e as Partial<VimConnection> & { id?: string };
-    const { id, ...rest } = c;
-    out[id ?? `vim_${i}`] = rest;
-  });
-  return out;
 }
 
 /** Registers the facade of version `v` under `/vnflcm/{v}`. */
@@ -95,7 +85,9 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
         } else if (b.vimConnectionInfo !== undefined) {
           patch.vimConnectionInfo = b.vimConnectionInfo as Record<string, Partial<VimConnection> | null>;
         }
-        const op = await ctx.instances.modify(id, patch, v);
+        const lcm = ctx.engine?.lcm;
+        if (!lcm) throw vnfmError('VNFM_ERR_INTERNAL', 'the LCM engine is not running');
+        const op = await lcm.modifyInfo(id, patch, v);
         reply.code(202).header('location', `${ctx.config.publicUrl}/vnflcm/${v}/vnf_lcm_op_occs/${op.id}`);
         return reply.send();
       });

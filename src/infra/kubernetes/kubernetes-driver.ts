@@ -745,7 +745,7 @@ export class KubernetesDriver implements InfraDriver {
     let cnf = driverState(ctx).cnf;
     if (cnf === undefined) {
       try {
-        cnf = (await this.planFromRequest(ctx, ctx.opOcc.operationParams)).record;
+        cnf = (await this.planFromRequest(ctx, ctx.command as unknown as Record<string, unknown>)).record;
       } catch (e) {
         ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, err: (e as Error).message }, 'rollback: the instantiate request cannot be planned; nothing was created');
         return;

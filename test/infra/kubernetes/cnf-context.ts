@@ -9,6 +9,7 @@ import { defaultConfig } from '../../../src/config.ts';
 import type { HealTarget, InfraContext, ObservedResources } from '../../../src/infra/infra-driver.ts';
 import { KubeClient } from '../../../src/infra/kubernetes/kube-client.ts';
 import { createLogger } from '../../../src/logger.ts';
+import { commandOf } from '../../../src/model/lcm-command.ts';
 import type { OpOccRecord } from '../../../src/model/op-occ.ts';
 import type { VnfInstanceRecord } from '../../../src/model/vnf-instance.ts';
 import { buildCsarFromDir, readCsar } from '../../../src/packages/csar-reader.ts';
@@ -130,11 +131,14 @@ export function makeCtx(
     nextAttemptAt: null,
     leaseEpoch: 1,
     apiVersion: 'v2',
+    command: null,
+    origin: null,
     createdAt: new Date(),
   };
   return {
     instance,
     opOcc,
+    command: commandOf(opOcc),
     vnfd: fx.vnfd,
     flavour,
     vim: fx.vim,

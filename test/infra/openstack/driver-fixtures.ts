@@ -13,6 +13,7 @@ import type { HealPlan, HealTarget, InfraContext, ObservedResources, ScalePlan }
 import { buildCsarFromDir, readCsar } from '../../../src/packages/csar-reader.ts';
 import { parseVnfPackage } from '../../../src/packages/vnfd-parser.ts';
 import type { VnfPackageModel } from '../../../src/packages/vnfd-model.ts';
+import { commandOf } from '../../../src/model/lcm-command.ts';
 import type { OpOccRecord } from '../../../src/model/op-occ.ts';
 import type { VnfInstanceRecord, VnfcResourceInfo } from '../../../src/model/vnf-instance.ts';
 import type { VimConnection } from '../../../src/vims/vim-registry.ts';
@@ -112,11 +113,14 @@ export function makeContext(o: ContextOptions): TestContext {
     nextAttemptAt: null,
     leaseEpoch: 1,
     apiVersion: 'v2',
+    command: null,
+    origin: null,
     createdAt: new Date(),
   } satisfies OpOccRecord;
   const ctx: TestContext = {
     instance,
     opOcc,
+    command: commandOf(opOcc),
     vnfd: o.pkg.model,
     flavour,
     vim: o.vim,
@@ -141,6 +145,7 @@ export function makeContext(o: ContextOptions): TestContext {
 export function newOp(ctx: TestContext, operation: OpOccRecord['operation']): void {
   ctx.state = {};
   ctx.opOcc = { ...ctx.opOcc, id: `${ctx.opOcc.id}-${operation}-${Date.now()}`, operation };
+  ctx.command = commandOf(ctx.opOcc);
 }
 
 /** What the engine does after an op: instantiatedVnfInfo rebuilt from observe (VNFC id kept by stableKey). */

@@ -99,7 +99,7 @@ function needsRegistration(r: VnfcResourceInfo): boolean {
 /** The Server Notifier settings in force for a hook, or undefined when the driver is off. */
 function settingsOf(ctx: MgmtContext, journal: Journal | undefined): { uri: string; faultIds: string[] } | undefined {
   if (ctx.hook.startsWith('instantiate_')) {
-    const ap = (ctx.request.additionalParams ?? {}) as Record<string, unknown>;
+    const ap = ctx.command.operation === 'INSTANTIATE' ? ctx.command.additionalParams : {};
     const uri = str(ap[SERVER_NOTIFIER_KEYS.uri]);
     const faultIds = idList(ap[SERVER_NOTIFIER_KEYS.faultIds]);
     if (uri && faultIds) return { uri, faultIds };
@@ -126,8 +126,9 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     if (!HANDLED.has(ctx.hook)) return false;
     const journal = journalOf(ctx);
     if (ctx.hook.endsWith('_rollback_start')) return Object.values(journal?.entries ?? {}).some((e) => e.state === 'registered');
-    if (ctx.hook === 'scale_start' && ctx.request.type !== 'SCALE_IN') return false;
-    if (ctx.hook === 'scale_end' && ctx.request.type !== 'SCALE_OUT') return false;
+    const scaleType = ctx.command.operation === 'SCALE' ? ctx.command.type : undefined;
+    if (ctx.hook === 'scale_start' && scaleType !== 'SCALE_IN') return false;
+    if (ctx.hook === 'scale_end' && scaleType !== 'SCALE_OUT') return false;
     return settingsOf(ctx, journal) !== undefined;
   }
 
@@ -252,16 +253,11 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     return vnfcs.filter((r) => ids.has(r.computeResource.resourceId) || ids.has(r.id));
   }
 
-  /** Heal targets: `vnfcInstanceId` (vnfcInfo ids in v2, vnfcResourceInfo ids in v1), else every VNFC. */
+  /** Heal targets: the VNFCs named by the heal (vnfcInfo ids), else every VNFC. */
   private healTargets(ctx: MgmtContext, vnfcs: VnfcResourceInfo[]): VnfcResourceInfo[] {
-    const ids = ((ctx.request.vnfcInstanceId as unknown[] | undefined) ?? []).filter((x): x is string => typeof x === 'string');
-    if (ids.length === 0) return vnfcs;
+    if (ctx.command.operation !== 'HEAL' || ctx.command.scope !== 'vnfcs') return vnfcs;
     const info = ctx.instance.instantiatedVnfInfo?.vnfcInfo ?? [];
-    const wanted = new Set<string>();
-    for (const id of ids) {
-      const vi = info.find((v) => v.id === id);
-      wanted.add(vi ? vi.vnfcResourceInfoId : id);
-    }
+    const wanted = new Set(ctx.command.vnfcInfoIds.map((id) => info.find((v) => v.id === id)?.vnfcResourceInfoId ?? id));
     return vnfcs.filter((r) => wanted.has(r.id));
   }
 
