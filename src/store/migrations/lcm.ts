@@ -52,7 +52,7 @@ export const LCM_COMMAND_ORIGIN_MIGRATION = '150_op_occ_command_origin';
 export const m150: Migration = {
   async up(db: Kysely<unknown>) {
     await sql`alter table op_occ add column command jsonb, add column origin text`.execute(db);
-    await sql`update op_occ set origin = 'autoheal-batch:' || substring(operation_params->>'cause' from '^auto-heal: batch ([0-9a-fA-F-]+)')
+    await sql`update op_occ set origin = 'autoheal-batch:' || substring(operation_params->>'cause', '^auto-heal: batch ([0-9a-fA-F-]+)')
       where operation = 'HEAL' and is_automatic_invocation and operation_params->>'cause' ~ '^auto-heal: batch [0-9a-fA-F-]+'`.execute(db);
     await sql`create unique index op_occ_origin_uq on op_occ (origin) where origin is not null`.execute(db);
   },
