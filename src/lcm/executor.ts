@@ -407,7 +407,7 @@ export class Executor {
       await this.step(op.id, ctx, 'grant', log, async () => {
         const gr = this.grantRequest(op, ctx, all);
         try {
-          grant = await this.d.grants.grant(gr);
+          grant = await this.d.grants.grant(gr, { signal: this.lease(ctx).signal });
         } catch (e) {
           if (isVnfmError(e, 'VNFM_ERR_GRANT_REJECTED')) throw Object.assign(e, { rollBack: true });
           throw e;

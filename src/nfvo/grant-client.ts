@@ -5,6 +5,7 @@
  * Location is polled until the grant is ready.
  */
 import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { VnfmConfig } from '../config.ts';
 import { vnfmError } from '../errors.ts';
 
@@ -34,7 +35,13 @@ export interface ResourceDefinition {
 
 /** Issues grants. */
 export interface GrantClient {
-  grant(req: GrantRequest): Promise<Record<string, unknown>>;
+  /** `signal` aborts the request (and the polling of an asynchronous grant) when the op must stop. */
+  grant(req: GrantRequest, opts?: { signal?: AbortSignal }): Promise<Record<string, unknown>>;
+}
+
+/** A request deadline that also ends when `signal` aborts. */
+function deadline(ms: number, signal?: AbortSignal): AbortSignal {
+  return signal ? AbortSignal.any([AbortSignal.timeout(ms), signal]) : AbortSignal.timeout(ms);
 }
 
 /** Grants everything at once. */
@@ -56,13 +63,14 @@ export class ExternalNfvo implements GrantClient {
   private token: { value: string; expires: number } | undefined;
   constructor(private readonly cfg: VnfmConfig['grants']) {}
 
-  private async authHeader(): Promise<Record<string, string>> {
+  private async authHeader(signal?: AbortSignal): Promise<Record<string, string>> {
     const { clientId, clientSecret, tokenEndpoint, basicAuth } = this.cfg;
     if (!clientId || !clientSecret) return {};
     const basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
     if (basicAuth || !tokenEndpoint) return { authorization: basic };
     if (this.token && this.token.expires > Date.now() + 5000) return { authorization: `Bearer ${this.token.value}` };
-    const res = await fetch(tokenEndpoint, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials', signal: AbortSignal.timeout(20_000) }).catch((e: Error) => {
+    const res = await fetch(tokenEndpoint, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials', signal: deadline(20_000, signal) }).catch((e: Error) => {
+      if (signal?.aborted) throw signal.reason;
       throw vnfmError('VNFM_ERR_GRANT_FAILED', `NFVO token endpoint unreachable: ${e.message}`);
     });
     if (!res.ok) throw vnfmError('VNFM_ERR_GRANT_FAILED', `NFVO token endpoint answered ${res.status}`);
@@ -72,18 +80,20 @@ export class ExternalNfvo implements GrantClient {
     return { authorization: `Bearer ${this.token.value}` };
   }
 
-  private async call(url: string, init: RequestInit): Promise<Response> {
+  private async call(url: string, init: RequestInit, signal?: AbortSignal): Promise<Response> {
     try {
-      return await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...(await this.authHeader()), version: '1.4.0', accept: 'application/json' }, signal: AbortSignal.timeout(30_000) });
+      return await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...(await this.authHeader(signal)), version: '1.4.0', accept: 'application/json' }, signal: deadline(30_000, signal) });
     } catch (e) {
+      if (signal?.aborted) throw signal.reason;
       if ((e as { code?: string }).code?.startsWith('VNFM_ERR')) throw e;
       throw vnfmError('VNFM_ERR_GRANT_FAILED', `NFVO unreachable at ${new URL(url).origin}: ${(e as Error).message}`);
     }
   }
 
-  async grant(req: GrantRequest): Promise<Record<string, unknown>> {
+  async grant(req: GrantRequest, opts: { signal?: AbortSignal } = {}): Promise<Record<string, unknown>> {
+    const { signal } = opts;
     const url = `${this.cfg.endpoint?.replace(/\/+$/, '')}/grant/v1/grants`;
-    const res = await this.call(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(req) });
+    const res = await this.call(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(req) }, signal);
     if (res.status === 201 || res.status === 200) return (await res.json()) as Record<string, unknown>;
     if (res.status === 202) {
       const loc = res.headers.get('location');
@@ -91,9 +101,11 @@ export class ExternalNfvo implements GrantClient {
       const deadline = Date.now() + this.cfg.asyncTimeoutMs;
       let wait = 100;
       while (Date.now() < deadline) {
-        await new Promise((r) => setTimeout(r, wait));
+        await sleep(wait, undefined, signal ? { signal } : undefined).catch(() => {
+          throw signal?.reason;
+        });
         wait = Math.min(wait * 2, 2000);
-        const p = await this.call(new URL(loc, url).toString(), { method: 'GET' });
+        const p = await this.call(new URL(loc, url).toString(), { method: 'GET' }, signal);
         if (p.status === 200 || p.status === 201) return (await p.json()) as Record<string, unknown>;
         if (p.status === 202) continue;
         if (p.status === 403) throw vnfmError('VNFM_ERR_GRANT_REJECTED', `NFVO rejected the grant: ${await p.text()}`);
