@@ -8,6 +8,7 @@
  *   finished   -> COMPLETED | ROLLED_BACK | FAILED_TEMP                            RESULT
  *   resumed    FAILED_TEMP -> PROCESSING (retry) | ROLLING_BACK (rollback)         START
  *   failed     FAILED_TEMP -> FAILED                                               RESULT
+ *   recorded   (none) -> COMPLETED, a change the VNFM found, not made (drift sync)  none
  *
  * Transitions outside {@link NEXT} are refused (a programming error, never a client's). Writes made
  * while executing an op come in as a `write` function: the executor passes its lease's fenced write,
@@ -92,6 +93,18 @@ export class OpOccStates {
       ...(n.origin ? { origin: n.origin } : {}),
     });
     await this.notify(tx, op, n.state, 'START', n.instance);
+    return op;
+  }
+
+  /**
+   * Records a change the VIM made on its own (drift sync) as a MODIFY_INFO op occ created
+   * COMPLETED; no notification (SOL defines none for a change the VNFM did not make). 409 when
+   * another operation is active on the instance.
+   */
+  async recorded(tx: Tx, n: Omit<NewOpOcc, 'state' | 'pending'>, set: OpSet): Promise<OpOccRecord> {
+    const op = await insertOpOcc(tx, { ...(n.id ? { id: n.id } : {}), vnfInstanceId: n.instance.id, operation: n.operation, state: 'COMPLETED', params: n.params, pending: null, apiVersion: n.apiVersion, automatic: n.automatic, command: n.command });
+    await tx.updateTable('op_occ').set(set as never).where('id', '=', op.id).execute();
+    this.count(op, 'COMPLETED');
     return op;
   }
 

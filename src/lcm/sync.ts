@@ -308,13 +308,8 @@ export class DriftSync {
         conflict = `VnfInstance ${id} changed while the VIM was being observed; nothing was stored`;
         return;
       }
-      // A MODIFY_INFO op occ completed at once, with its notifications; throws 409 (and rolls the
-      // update back) when an operation started meanwhile.
-      const op = await engine.states.create(tx, { id: opId, instance: inst, operation: 'MODIFY_INFO', command: SYNC_COMMAND, params: { sync: true }, apiVersion: 'v2', automatic: true, state: 'PROCESSING', pending: null });
-      const write = async (s: Record<string, unknown>) => {
-        await tx.updateTable('op_occ').set(s as never).where('id', '=', opId).execute();
-      };
-      await engine.states.finished(tx, write, op, 'COMPLETED', { resource_changes: json(changes) }, { instanceId: id, full: { affectedVnfcs: changes.affectedVnfcs, affectedVirtualLinks: changes.affectedVirtualLinks, affectedVirtualStorages: changes.affectedVirtualStorages } });
+      // Throws 409 (and rolls the update back) when an operation started meanwhile.
+      await engine.states.recorded(tx, { id: opId, instance: inst, operation: 'MODIFY_INFO', command: SYNC_COMMAND, params: { sync: true }, apiVersion: 'v2', automatic: true }, { resource_changes: json(changes) });
     });
     if (conflict !== undefined) throw vnfmError('VNFM_ERR_INST_BUSY', conflict);
     this.count('changed');

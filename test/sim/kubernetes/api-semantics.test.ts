@@ -97,8 +97,15 @@ describe('simulated Kubernetes API semantics', () => {
     assert.equal(scaled.metadata.generation, 2);
     await waitFor('observedGeneration', async () => (await get('/apis/apps/v1/namespaces/default/deployments/gen')).body.status?.observedGeneration === 2);
     // The main resource ignores status changes; the status subresource ignores spec changes.
-    const cur = (await get('/apis/apps/v1/namespaces/default/deployments/gen')).body;
-    const viaMain = (await simFetch(sim, 'PUT', '/apis/apps/v1/namespaces/default/deployments/gen', { ...cur, status: { ...cur.status, observedGeneration: 42 } })).body;
+    // Read-modify-write as real clients do: the controller may update the object in between (409 Conflict).
+    let viaMain: Obj;
+    for (;;) {
+      const cur = (await get('/apis/apps/v1/namespaces/default/deployments/gen')).body;
+      const r = await simFetch(sim, 'PUT', '/apis/apps/v1/namespaces/default/deployments/gen', { ...cur, status: { ...cur.status, observedGeneration: 42 } });
+      if (r.status === 409) continue;
+      viaMain = r.body;
+      break;
+    }
     assert.equal(viaMain.status.observedGeneration, 2);
     const viaStatus = (await simFetch(sim, 'PATCH', '/apis/apps/v1/namespaces/default/deployments/gen/status', { spec: { replicas: 7 }, status: { observedGeneration: 42 } }, { contentType: 'application/merge-patch+json' })).body;
     assert.equal(viaStatus.spec.replicas, 2);
