@@ -98,11 +98,48 @@ export interface ObservedVnfc {
   stableKey?: string;
   /** Storage attached to this VNFC (resource ids of {@link ObservedStorage}). */
   storageResourceIds?: string[];
-  cps?: { cpdId: string; resourceId?: string; ipAddresses?: string[] }[];
+  /** The VNFC's connection points (ports, pod networks) with the addresses the VIM reports. */
+  cps?: ObservedCp[];
   /** VIM location details kept in vnfcResourceInfo.metadata (stack name/id, parent, pod kind...). */
   metadata?: Record<string, unknown>;
   /** True when the resource is not healthy right now (ERROR server, failed pod). */
   unhealthy?: boolean;
+}
+
+/** One IP address of a connection point. */
+export interface ObservedIpAddress {
+  address: string;
+  /** Derived from the address when absent. */
+  type?: 'IPV4' | 'IPV6';
+  /** The VIM's subnet of a fixed address, when known. */
+  subnetId?: string;
+  /** A floating (NAT) address associated with the CP rather than one of its own. */
+  floating?: boolean;
+}
+
+/** One connection point of a VNFC as the VIM reports it. */
+export interface ObservedCp {
+  /** The VduCp (CPD id) it realises. */
+  cpdId: string;
+  /** The VIM's port id, when the CP is a port. */
+  resourceId?: string;
+  macAddress?: string;
+  addresses?: ObservedIpAddress[];
+}
+
+/**
+ * An external CP the VIM exposes besides the VNFC CPs (e.g. a Kubernetes Service in front of
+ * pods), with the VNFCs whose CPs it leads to.
+ */
+export interface ObservedExtCp {
+  /** Stable id of the ext CP within the instance (e.g. `svc-<name>`). */
+  id: string;
+  cpdId: string;
+  resourceId: string;
+  vimLevelResourceType: string;
+  addresses: ObservedIpAddress[];
+  /** Compute resource ids of the VNFCs behind it (their first CP is associated). */
+  vnfcResourceIds: string[];
 }
 
 /** One storage resource as the VIM reports it. */
@@ -127,6 +164,8 @@ export interface ObservedResources {
   vnfcs: ObservedVnfc[];
   storages: ObservedStorage[];
   virtualLinks: ObservedVirtualLink[];
+  /** External CPs that are not VNFC CPs (Kubernetes Services). */
+  extCps?: ObservedExtCp[];
   /** Goes to instantiatedVnfInfo.metadata (e.g. stack id, namespace). */
   metadata?: Record<string, unknown>;
 }

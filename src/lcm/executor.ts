@@ -33,6 +33,7 @@ import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { VimConnection } from '../vims/vim-registry.ts';
 import type { InstanceService } from './instance-service.ts';
+import { externalCps } from '../packages/ext-cps.ts';
 import { rebuildInstantiatedInfo } from './instance-info.ts';
 import { dbNowPlus, isStop, type OpLease } from './lease.ts';
 import type { OpOccStates } from './op-occ-state.ts';
@@ -477,6 +478,7 @@ export class Executor {
       maxScaleLevels: Object.values(all.flavour.scalingAspects).map((a) => ({ aspectId: a.aspectId, scaleLevel: a.maxScaleLevel })),
       instantiationLevelId: ctx.instantiationLevelId,
       healedIds: new Set(ctx.healedIds ?? []),
+      externalCps: externalCps(all.flavour),
       ...(cmd.operation === 'INSTANTIATE' && cmd.extVirtualLinks ? { extVirtualLinks: cmd.extVirtualLinks } : {}),
       ...(ctx.mgmtResult?.vnfcMetadata ? { vnfcMetadata: ctx.mgmtResult.vnfcMetadata } : {}),
     });

@@ -6,8 +6,9 @@
  * resources of the same VDU are paired (heal targets first). Only truly new resources get new ids.
  */
 import { randomUUID } from 'node:crypto';
-import type { ObservedResources, ObservedVnfc } from '../infra/infra-driver.ts';
-import type { InstantiatedVnfInfo, VirtualStorageResourceInfo, VnfVirtualLinkResourceInfo, VnfcInfo, VnfcResourceInfo } from '../model/vnf-instance.ts';
+import type { ObservedIpAddress, ObservedResources, ObservedVnfc } from '../infra/infra-driver.ts';
+import type { CpProtocolInfo, InstantiatedVnfInfo, IpAddressInfo, VirtualStorageResourceInfo, VnfVirtualLinkResourceInfo, VnfcCpInfo, VnfcInfo, VnfcResourceInfo } from '../model/vnf-instance.ts';
+import type { ExtCpModel } from '../packages/vnfd-model.ts';
 
 /** Options of {@link rebuildInstantiatedInfo}. */
 export interface RebuildOptions {
@@ -22,6 +23,48 @@ export interface RebuildOptions {
   vnfcMetadata?: Record<string, Record<string, unknown>>;
   /** ExtVirtualLinkData of the instantiate request; later operations reuse the stored extVirtualLinkInfo. */
   extVirtualLinks?: Record<string, unknown>[];
+  /** The flavour's external CPs (VNFD), see `externalCps()` in src/packages/ext-cps.ts. */
+  externalCps?: readonly ExtCpModel[];
+}
+
+/** `IPV4` / `IPV6` of an address. */
+function ipType(a: ObservedIpAddress): 'IPV4' | 'IPV6' {
+  return a.type ?? (a.address.includes(':') ? 'IPV6' : 'IPV4');
+}
+
+/**
+ * SOL `cpProtocolInfo` of a CP: one IP-over-Ethernet entry with the MAC and the addresses grouped
+ * per type, subnet and kind (own / floating); `[]` when the VIM reports neither. An address is
+ * dynamic unless the request fixed it (`fixed`).
+ */
+export function cpProtocolInfoOf(macAddress: string | undefined, addresses: readonly ObservedIpAddress[], fixed: ReadonlySet<string> = new Set()): CpProtocolInfo[] {
+  if (macAddress === undefined && addresses.length === 0) return [];
+  const groups = new Map<string, IpAddressInfo>();
+  for (const a of addresses) {
+    const isDynamic = !fixed.has(a.address);
+    const key = JSON.stringify([ipType(a), a.subnetId ?? null, a.floating === true, isDynamic]);
+    let g = groups.get(key);
+    if (g === undefined) {
+      g = { type: ipType(a), addresses: [], isDynamic, ...(a.subnetId !== undefined && a.floating !== true ? { subnetId: a.subnetId } : {}) };
+      groups.set(key, g);
+    }
+    if (!g.addresses.includes(a.address)) g.addresses.push(a.address);
+  }
+  const ipAddresses = [...groups.values()];
+  return [{ layerProtocol: 'IP_OVER_ETHERNET', ipOverEthernet: { ...(macAddress !== undefined ? { macAddress } : {}), ...(ipAddresses.length > 0 ? { ipAddresses } : {}) } }];
+}
+
+/** Addresses an ext CP's `cpConfig` fixes (`cpProtocolData[].ipOverEthernet.ipAddresses[].fixedAddresses`). */
+function fixedAddressesOf(cpConfig: Record<string, unknown> | undefined): Set<string> {
+  const out = new Set<string>();
+  const arr = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
+  for (const c of Object.values(cpConfig ?? {})) {
+    for (const pd of arr((c as { cpProtocolData?: unknown } | null)?.cpProtocolData)) {
+      const ioe = (pd as { ipOverEthernet?: { ipAddresses?: unknown } } | null)?.ipOverEthernet;
+      for (const ip of arr(ioe?.ipAddresses)) for (const a of arr((ip as { fixedAddresses?: unknown } | null)?.fixedAddresses)) if (typeof a === 'string') out.add(a);
+    }
+  }
+  return out;
 }
 
 /** SOL resourceChanges. */
@@ -108,7 +151,14 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
       computeResource: { ...handle(o.computeResource.resourceId, o.computeResource.vimLevelResourceType), ...(o.computeResource.resourceProviderId ? { resourceProviderId: o.computeResource.resourceProviderId } : {}) },
       ...(o.zoneId ? { zoneId: o.zoneId } : {}),
       ...(storageIds.length ? { storageResourceIds: storageIds } : {}),
-      ...(o.cps?.length ? { vnfcCpInfo: o.cps.map((c, i) => ({ id: `${id.slice(0, 8)}-${c.cpdId}-${i}`, cpdId: c.cpdId })) } : {}),
+      ...(o.cps?.length
+        ? {
+            vnfcCpInfo: o.cps.map((c, i): VnfcCpInfo => {
+              const cpProtocolInfo = cpProtocolInfoOf(c.macAddress, c.addresses ?? []);
+              return { id: `${id.slice(0, 8)}-${c.cpdId}-${i}`, cpdId: c.cpdId, ...(cpProtocolInfo.length > 0 ? { cpProtocolInfo } : {}) };
+            }),
+          }
+        : {}),
       metadata: meta,
     };
     vnfcs.push(rec);
@@ -152,23 +202,62 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
   }
   for (const p of prevL) if (!usedL.has(p.id)) affectedVirtualLinks.push({ id: p.id, vnfVirtualLinkDescId: p.vnfVirtualLinkDescId, changeType: 'REMOVED', networkResource: p.networkResource });
 
-  // --- external CPs: every VNFC CP whose cpdId is connected by an external virtual link
+  // --- external CPs, each tied to one VNFC CP (or internal VL) so its id is as stable as the VNFC's:
+  // 1. the CPs the external virtual links of the request connect (cpConfigId from the request);
+  // 2. the VNFD's external CPs (VduCps mapped by substitution_mappings or on no internal VL,
+  //    VnfExtCps exposing an internal VL);
+  // 3. external CPs the VIM reports besides the VNFC CPs (Kubernetes Services);
+  // 4. when none of these gives one: the first CP of every VNFC (SOL003 3.x requires at least one).
   const extVls: { id: string; resourceId?: string; extCps: { cpdId: string; cpConfig?: Record<string, unknown> }[] }[] = (
     opts.extVirtualLinks ??
     (prev?.extVirtualLinkInfo ?? []).map((l) => ({ id: l.id, resourceId: (l.resourceHandle as { resourceId?: string } | undefined)?.resourceId, extCps: (l.currentVnfExtCpData ?? []) as never }))
   ).map((l) => ({ id: String(l.id), ...(l.resourceId !== undefined ? { resourceId: String(l.resourceId) } : {}), extCps: (Array.isArray(l.extCps) ? l.extCps : []) as { cpdId: string; cpConfig?: Record<string, unknown> }[] }));
   const extCpInfo: Record<string, unknown>[] = [];
+  const observedCp = new Map<string, { mac?: string; addresses: ObservedIpAddress[] }>();
+  for (const o of observed.vnfcs) {
+    const rec = vnfcs[observed.vnfcs.indexOf(o)];
+    (o.cps ?? []).forEach((c, i) => {
+      const cp = rec?.vnfcCpInfo?.[i];
+      if (cp) observedCp.set(cp.id, { ...(c.macAddress !== undefined ? { mac: c.macAddress } : {}), addresses: c.addresses ?? [] });
+    });
+  }
+  const exposeVnfcCp = (c: VnfcCpInfo, cpConfigId: string, fixed: ReadonlySet<string> = new Set()): void => {
+    if (c.vnfExtCpId !== undefined) return;
+    const id = `${c.id}-ext`;
+    c.vnfExtCpId = id;
+    const seen = observedCp.get(c.id);
+    extCpInfo.push({ id, cpdId: c.cpdId, cpConfigId, cpProtocolInfo: cpProtocolInfoOf(seen?.mac, seen?.addresses ?? [], fixed), associatedVnfcCpId: c.id });
+  };
+  const allCps = vnfcs.flatMap((v) => v.vnfcCpInfo ?? []);
   for (const vl of extVls) {
     for (const cp of vl.extCps) {
       const cpConfigId = Object.keys(cp.cpConfig ?? {})[0] ?? 'default';
-      for (const v of vnfcs) {
-        for (const c of v.vnfcCpInfo ?? []) {
-          if (c.cpdId !== cp.cpdId) continue;
-          const id = `${c.id}-ext`;
-          c.vnfExtCpId = id;
-          extCpInfo.push({ id, cpdId: cp.cpdId, cpConfigId, cpProtocolInfo: [], associatedVnfcCpId: c.id });
-        }
-      }
+      const fixed = fixedAddressesOf(cp.cpConfig);
+      for (const c of allCps) if (c.cpdId === cp.cpdId) exposeVnfcCp(c, cpConfigId, fixed);
+    }
+  }
+  for (const e of opts.externalCps ?? []) {
+    if (e.vduCpId !== undefined) {
+      for (const c of allCps) if (c.cpdId === e.vduCpId) exposeVnfcCp(c, 'default');
+    } else if (e.internalVirtualLinkId !== undefined) {
+      const vl = links.find((l) => l.vnfVirtualLinkDescId === e.internalVirtualLinkId);
+      if (vl) extCpInfo.push({ id: `${e.cpdId}-${vl.id.slice(0, 8)}-ext`, cpdId: e.cpdId, cpConfigId: 'default', cpProtocolInfo: [], associatedVnfVirtualLinkId: vl.id });
+    }
+  }
+  for (const x of observed.extCps ?? []) {
+    const behind = x.vnfcResourceIds
+      .map((rid) => vnfcs.find((v) => v.computeResource.resourceId === rid)?.vnfcCpInfo?.[0])
+      .filter((c): c is VnfcCpInfo => c !== undefined)
+      .sort((a, b) => a.id.localeCompare(b.id));
+    const first = behind[0];
+    if (first === undefined) continue;
+    for (const c of behind) c.vnfExtCpId ??= x.id;
+    extCpInfo.push({ id: x.id, cpdId: x.cpdId, cpConfigId: 'default', cpProtocolInfo: cpProtocolInfoOf(undefined, x.addresses), associatedVnfcCpId: first.id, metadata: { resourceId: x.resourceId, vimLevelResourceType: x.vimLevelResourceType } });
+  }
+  if (extCpInfo.length === 0) {
+    for (const v of vnfcs) {
+      const c = v.vnfcCpInfo?.[0];
+      if (c) exposeVnfcCp(c, 'default');
     }
   }
   const extVirtualLinkInfo = extVls.map((l) => ({ id: l.id, resourceHandle: { vimConnectionId: opts.vimConnectionId, resourceId: l.resourceId ?? l.id }, currentVnfExtCpData: l.extCps }));

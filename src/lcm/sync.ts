@@ -40,6 +40,7 @@ import type { OpOccRecord } from '../model/op-occ.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import { json } from '../store/db.ts';
 import type { Engine } from './engine.ts';
+import { externalCps } from '../packages/ext-cps.ts';
 import { type ResourceChanges, rebuildInstantiatedInfo } from './instance-info.ts';
 import { activeOpOcc } from './op-occ-repo.ts';
 import { steadyPlan } from './operations/handler.ts';
@@ -289,6 +290,7 @@ export class DriftSync {
       maxScaleLevels: prev.maxScaleLevels ?? [],
       instantiationLevelId: prev.instantiationLevelId,
       healedIds: reincarnated,
+      externalCps: externalCps(ictx.flavour),
     });
     if (!hasChanges(changes)) {
       this.count('unchanged');

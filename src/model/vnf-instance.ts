@@ -15,6 +15,29 @@ export interface ResourceHandle {
   vimLevelResourceType?: string;
 }
 
+/** SOL IpOverEthernetAddressInfo.ipAddresses entry (fixed or dynamic addresses, one subnet). */
+export interface IpAddressInfo {
+  type: 'IPV4' | 'IPV6';
+  addresses: string[];
+  isDynamic: boolean;
+  subnetId?: string;
+}
+
+/** SOL CpProtocolInfo (IP over Ethernet, the only layer protocol SOL defines). */
+export interface CpProtocolInfo {
+  layerProtocol: 'IP_OVER_ETHERNET';
+  ipOverEthernet?: { macAddress?: string; ipAddresses?: IpAddressInfo[] };
+}
+
+/** SOL VnfcResourceInfo.vnfcCpInfo entry (same shape in 2.6.1 and 3.3.1). */
+export interface VnfcCpInfo {
+  id: string;
+  cpdId: string;
+  vnfExtCpId?: string;
+  cpProtocolInfo?: CpProtocolInfo[];
+  vnfLinkPortId?: string;
+}
+
 /** SOL VnfcResourceInfo (v2). `metadata` carries VIM locations (stack, parent) used by heal. */
 export interface VnfcResourceInfo {
   id: string;
@@ -22,7 +45,7 @@ export interface VnfcResourceInfo {
   computeResource: ResourceHandle;
   zoneId?: string;
   storageResourceIds?: string[];
-  vnfcCpInfo?: { id: string; cpdId: string; vnfExtCpId?: string; vnfLinkPortId?: string }[];
+  vnfcCpInfo?: VnfcCpInfo[];
   metadata?: Record<string, unknown>;
 }
 

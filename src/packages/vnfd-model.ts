@@ -76,6 +76,23 @@ export interface VduCpModel {
   readonly layerProtocols: readonly string[];
 }
 
+/**
+ * An external connection point of the VNF (`VnfExtCp` in SOL 003 terms): a VduCp that the flavour's
+ * `substitution_mappings.requirements` maps a VNF requirement onto (`virtual_link_ext: [VDU1_CP2,
+ * virtual_link]`), a VduCp bound to no internal virtual link, or a `tosca.nodes.nfv.VnfExtCp` node
+ * that exposes an internal virtual link.
+ */
+export interface ExtCpModel {
+  /** The CPD id (the node template name). */
+  readonly cpdId: string;
+  /** The VduCp that is the external CP (absent for a `VnfExtCp` node). */
+  readonly vduCpId?: string;
+  /** `VnfExtCp` only: the internal virtual link it exposes (`requirements.internal_virtual_link`). */
+  readonly internalVirtualLinkId?: string;
+  /** The VNF requirement mapped onto it (`substitution_mappings.requirements` key), if any. */
+  readonly requirement?: string;
+}
+
 /** L3 data of a virtual link (`vl_profile.virtual_link_protocol_data[]`). */
 export interface VirtualLinkProtocolModel {
   readonly associatedLayerProtocol?: string;
@@ -176,6 +193,11 @@ export interface FlavourModel {
   readonly definitionFile: string;
   readonly vdus: Readonly<Record<string, VduModel>>;
   readonly cps: Readonly<Record<string, VduCpModel>>;
+  /**
+   * External CPs by CPD id. Absent in models stored before it existed: read it through
+   * `externalCps()` (src/packages/ext-cps.ts), which derives it then.
+   */
+  readonly extCps?: Readonly<Record<string, ExtCpModel>>;
   readonly virtualLinks: Readonly<Record<string, VirtualLinkModel>>;
   readonly virtualStorages: Readonly<Record<string, VirtualStorageModel>>;
   readonly scalingAspects: Readonly<Record<string, ScalingAspectModel>>;

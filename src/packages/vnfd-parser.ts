@@ -21,6 +21,7 @@ import { nodeHashName, parseManifest, parseToscaMeta, TOSCA_META_PATH, type Decl
 import { TypeRegistry, type TypeDef } from './tosca-types.ts';
 import type {
   BaseHotModel,
+  ExtCpModel,
   FlavourModel,
   InstantiationLevelModel,
   KubernetesResourceModel,
@@ -992,6 +993,8 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     vdus[vduId]?.cpIds.push(n.name);
   }
 
+  const extCps = externalCpsOf(p, file, nodes, byName, cps);
+
   // policies
   const groups = groupsOf(p, file, scope);
   const aspects: Record<string, { -readonly [K in keyof ScalingAspectModel]: ScalingAspectModel[K] } & { vduDeltas: Record<string, Record<string, number>>; explicitSteps: boolean; slot: Slot }> = {};
@@ -1194,6 +1197,7 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     definitionFile: file,
     vdus,
     cps,
+    extCps,
     virtualLinks,
     virtualStorages,
     scalingAspects,
@@ -1206,6 +1210,38 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
 }
 
 // ---------- package-level files ----------
+
+/**
+ * The external CPs of a flavour: the CPs `substitution_mappings.requirements` maps a VNF
+ * requirement onto (`<requirement>: [<node>, <its requirement>]`, a VduCp or a VnfExtCp), every
+ * `tosca.nodes.nfv.VnfExtCp` node (with the internal virtual link it exposes), and every VduCp
+ * bound to no internal virtual link. A mapping that names no CP is ignored (it may map a
+ * requirement of another kind).
+ */
+function externalCpsOf(p: Parser, file: string, nodes: readonly NodeT[], byName: ReadonlyMap<string, NodeT>, cps: Readonly<Record<string, VduCpModel>>): Record<string, ExtCpModel> {
+  const mapped = new Map<string, string>();
+  const sm = own(p.topology(file), 'substitution_mappings');
+  const reqs = isObj(sm) ? own(sm, 'requirements') : undefined;
+  const entries: [string, Plain | undefined][] = isObj(reqs) ? Object.entries(reqs) : Array.isArray(reqs) ? reqs.flatMap((e) => (isObj(e) ? Object.entries(e) : [])) : [];
+  for (const [name, v] of entries) {
+    const target = Array.isArray(v) ? v[0] : isObj(v) ? own(v, 'node') : undefined;
+    if (typeof target === 'string' && !mapped.has(target)) mapped.set(target, name);
+  }
+  const out: Record<string, ExtCpModel> = {};
+  const add = (cp: ExtCpModel): void => {
+    const requirement = mapped.get(cp.cpdId);
+    out[cp.cpdId] = requirement === undefined ? cp : { ...cp, requirement };
+  };
+  for (const n of nodes) {
+    if (n.kind !== 'extCp') continue;
+    const internal = p.requirements(n).find((r) => r.name === 'internal_virtual_link' && byName.get(r.target)?.kind === 'vl');
+    add({ cpdId: n.name, ...(internal === undefined ? {} : { internalVirtualLinkId: internal.target }) });
+  }
+  for (const cp of Object.values(cps)) {
+    if (cp.virtualLinkId === undefined || mapped.has(cp.cpId)) add({ cpdId: cp.cpId, vduCpId: cp.cpId });
+  }
+  return Object.fromEntries(Object.entries(out).sort(([a], [b]) => a.localeCompare(b)));
+}
 
 function baseHots(p: Parser, flavourIds: readonly string[]): Record<string, BaseHotModel> {
   const dirs = new Map<string, { tops: string[]; nested: string[] }>();

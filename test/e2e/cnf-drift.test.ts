@@ -71,6 +71,8 @@ await describeStores('CNF drift and faults through the VNFM API (simulated Kuber
     assert.equal(res.computeResource.resourceId, replacement.metadata.name);
     assert.ok((after.instantiatedVnfInfo.vnfcInfo as Json[]).some((c) => c.id === target.info.id && c.vnfcResourceInfoId === target.res.id));
     expectEtsiValid('v2', 'VnfLcmOpOcc', occ);
+    expectEtsiValid('v2', 'VnfInstance', after);
+    expectEtsiValid('v1', 'VnfInstance', await getInstance(env, inst, 'v1'));
   });
 
   it('heals a StatefulSet VNFC whose pod was re-created under the same name: accepted as healed', async () => {

@@ -65,8 +65,18 @@ after(async () => {
 describe('CNF heal through the VNFM API (simulated Kubernetes)', () => {
   it('instantiated the sample CNF: one VNFC per pod, all Ready', async () => {
     const inst = await getInstance(env, instA);
-    // (Not checked against the ETSI VnfInstance schema: SOL003 3.7.1 makes extCpInfo 1..N, and
-    // this CNF has no external connection point.)
+    // SOL003 3.7.1 makes extCpInfo 1..N: the CNF's Service `db` is its external CP.
+    expectEtsiValid('v2', 'VnfInstance', inst);
+    expectEtsiValid('v1', 'VnfInstance', await getInstance(env, instA, 'v1'));
+    const ext = inst.instantiatedVnfInfo.extCpInfo as Json[];
+    assert.deepEqual(ext.map((e) => [e.id, e.cpdId]), [['svc-db', 'db']]);
+    const dbCps = (inst.instantiatedVnfInfo.vnfcResourceInfo as Json[]).filter((r) => r.vduId === 'VDU5').map((r) => r.vnfcCpInfo[0]);
+    assert.ok(dbCps.some((c) => c.id === ext[0]?.associatedVnfcCpId), 'associated with a pod of the StatefulSet it selects');
+    for (const c of dbCps) assert.equal(c.vnfExtCpId, 'svc-db');
+    for (const r of inst.instantiatedVnfInfo.vnfcResourceInfo as Json[]) {
+      const ips = r.vnfcCpInfo[0].cpProtocolInfo[0].ipOverEthernet.ipAddresses[0].addresses as string[];
+      assert.ok(ips.length > 0, `pod ${r.computeResource.resourceId} reports its IP`);
+    }
     const pods = await livePods(NS_A, instA);
     assert.deepEqual(countByVdu(pods), { VDU1: 1, VDU2: 2, VDU3: 2, VDU4: 3, VDU5: 1 });
     assert.ok([...pods.values()].every((p) => p.ready));
@@ -115,6 +125,12 @@ describe('CNF heal through the VNFM API (simulated Kubernetes)', () => {
         assert.equal(now.computeResource.resourceId, r.computeResource.resourceId);
       }
       if (kind === 'StatefulSet') assert.deepEqual(healedRes.storageResourceIds, target.res.storageResourceIds, 'the claim stays attached');
+      // The new pod's IP replaces the old one; the CP keeps its id.
+      const podIps = (r: Json) => r.vnfcCpInfo?.[0]?.cpProtocolInfo?.[0]?.ipOverEthernet?.ipAddresses?.[0]?.addresses as string[] | undefined;
+      assert.equal(healedRes.vnfcCpInfo[0].id, target.res.vnfcCpInfo[0].id, 'same CP id');
+      assert.ok((podIps(healedRes) ?? []).length > 0, 'the new pod reports its IP');
+      assert.notDeepEqual(podIps(healedRes), podIps(target.res), 'the address of the new pod');
+      expectEtsiValid('v2', 'VnfInstance', after);
 
       // The op occ and its notifications.
       assert.equal(occ.operation, 'HEAL');

@@ -27,6 +27,20 @@ describe('VM heal e2e (simulated OpenStack)', () => {
     await healOneVnfc(env, id, { v: 'v2', vduId: 'VDU1', storage: true }); // with its volume (all: true)
   });
 
+  it('instantiated without external virtual links: extCpInfo still lists the external CPs, v2 and v1 bodies are ETSI-valid', async () => {
+    const c = await env.api('POST', '/vnflcm/v2/vnf_instances', { vnfdId: env.vnfdId, vnfInstanceName: 'vm-e2e-no-ext-vl' });
+    const id = c.body.id as string;
+    await waitOp(env, await request(env, 'v2', id, 'instantiate', { flavourId: 'simple' }), 'COMPLETED');
+    const inst = await validInstance(env, id);
+    const ext = inst.instantiatedVnfInfo.extCpInfo as { cpdId: string; associatedVnfcCpId: string; cpProtocolInfo: unknown[] }[];
+    assert.deepEqual(ext.map((e) => e.cpdId).sort(), ['VDU1_CP1', 'VDU1_CP1', 'VDU2_CP1'], 'the sample VNFD declares no external CP: the first CP of each VNFC');
+    for (const e of ext) assert.ok(e.cpProtocolInfo.length > 0, 'with its addresses');
+    assert.equal(inst.extVirtualLinkInfo, undefined);
+    const v1 = await getInstance(env, id, 'v1');
+    assert.equal((await env.api('GET', `/vnfpkgm/v1/vnf_packages/${v1.vnfPkgId}`)).body.vnfdId, env.vnfdId, 'v1 vnfPkgId names the package');
+    await waitOp(env, await request(env, 'v2', id, 'terminate', { terminationType: 'FORCEFUL' }), 'COMPLETED');
+  });
+
   it('v1 heal of the entire VNF (`{}`) re-creates the stack: new stack id, servers and volumes', async () => {
     const id = await instantiated(env, 'v1', 'vm-e2e-v1-entire');
     await checkInstantiated(env, id);

@@ -62,6 +62,17 @@ export async function matchesHeat(env: VmEnv, inst: Json): Promise<void> {
   assert.equal(registry['OS::Nova::Server'], 'fake_server.yaml', 'the VIM Heat environment was sent with the stack create');
 }
 
+/** Addresses of each VNFC's CPs (vnfcResourceInfo id -> sorted addresses). */
+export function addressesOf(inst: Json): Map<string, string[]> {
+  const out = new Map<string, string[]>();
+  for (const r of inst.instantiatedVnfInfo.vnfcResourceInfo as Json[]) {
+    const list: string[] = [];
+    for (const cp of (r.vnfcCpInfo ?? []) as Json[]) for (const p of (cp.cpProtocolInfo ?? []) as Json[]) for (const ip of (p.ipOverEthernet?.ipAddresses ?? []) as Json[]) list.push(...(ip.addresses as string[]));
+    out.set(r.id as string, list.sort());
+  }
+  return out;
+}
+
 /** A freshly instantiated sample VNF: 2 VDU1 (scaling group) + VDU2, 3 volumes, ext CPs, valid bodies. */
 export async function checkInstantiated(env: VmEnv, id: string): Promise<Json> {
   const inst = await validInstance(env, id);
@@ -77,6 +88,8 @@ export async function checkInstantiated(env: VmEnv, id: string): Promise<Json> {
     assert.equal(v.res.storageResourceIds?.length, 1, 'each VNFC has its volume');
   }
   assert.equal(vnfcsOf(inst, 'VDU2')[0]?.res.metadata.heat_resource_path, 'VDU2');
+  for (const [rid, addrs] of addressesOf(inst)) assert.ok(addrs.length > 0, `VNFC ${rid} reports the addresses of its CP`);
+  for (const e of info.extCpInfo as Json[]) assert.ok(e.cpProtocolInfo[0]?.ipOverEthernet?.ipAddresses?.length > 0, `ext CP ${e.id} has the addresses of its VNFC CP`);
   assert.ok(!JSON.stringify(inst).includes('password'), 'no credentials in the instance');
   await matchesHeat(env, inst);
   return inst;
@@ -127,7 +140,13 @@ export async function healOneVnfc(env: VmEnv, id: string, opts: { v: 'v1' | 'v2'
       [...ownVolumes].map((sid) => [sid, 'MODIFIED']),
     );
   }
-  assert.deepEqual(after.instantiatedVnfInfo.extCpInfo, before.instantiatedVnfInfo.extCpInfo, 'ext CP ids stable');
+  const extIds = (i: Json) => (i.instantiatedVnfInfo.extCpInfo as Json[]).map((e) => `${e.id}:${e.associatedVnfcCpId}`).sort();
+  assert.deepEqual(extIds(after), extIds(before), 'ext CP ids stable');
+  // the replaced server keeps its port (a separate Heat resource): same addresses, reported again
+  const addr0 = addressesOf(before);
+  const addr1 = addressesOf(after);
+  assert.ok((addr1.get(target.res.id) ?? []).length > 0, 'the healed VNFC reports its addresses');
+  assert.deepEqual(addr1.get(target.res.id), addr0.get(target.res.id), 'the port, and so its addresses, is kept');
   assert.equal(levelOf(after), levelOf(before));
   assert.deepEqual(
     v2occ.resourceChanges.affectedVnfcs.map((a: Json) => [a.id, a.changeType, a.metadata?.replacedResourceId]),
@@ -178,6 +197,15 @@ export async function healEntire(env: VmEnv, id: string, v: 'v1' | 'v2'): Promis
   const s1 = serversOf(after);
   assert.deepEqual([...s1.keys()].sort(), [...s0.keys()].sort(), 'vnfcResourceInfo ids stable');
   for (const [rid, srv] of s1) assert.notEqual(srv, s0.get(rid), `VNFC ${rid} on a new server`);
+  // New ports on a new network: the MACs are new (the addresses may be the same, from the same subnet pool).
+  const macs = (i: Json, rid: string) =>
+    ((i.instantiatedVnfInfo.vnfcResourceInfo as Json[]).find((r) => r.id === rid)?.vnfcCpInfo as Json[] | undefined)?.map((c) => c.cpProtocolInfo?.[0]?.ipOverEthernet?.macAddress as string | undefined) ?? [];
+  for (const [rid, addrs] of addressesOf(after)) {
+    assert.ok(addrs.length > 0, `VNFC ${rid} reports the addresses of its new port`);
+    const m1 = macs(after, rid);
+    assert.ok(m1.length > 0 && m1.every((m) => m !== undefined), `VNFC ${rid} reports the MAC of its new port`);
+    assert.notDeepEqual(m1, macs(before, rid), `VNFC ${rid} is on a new port`);
+  }
   const vol0 = new Set(volumesOf(before).values());
   const vol1 = [...volumesOf(after).values()];
   assert.equal(vol1.length, vol0.size);

@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { PackageError } from '../../src/packages/package-error.ts';
+import { externalCps } from '../../src/packages/ext-cps.ts';
 import { parseVnfPackage } from '../../src/packages/vnfd-parser.ts';
 import { throughCsar } from './package-fixtures.ts';
 
@@ -187,6 +188,51 @@ describe('TOSCA features', () => {
     assert.ok(m.warnings.some((w) => /Vnflcm operation 'instantiate' is not a hook the VNFM runs/.test(w)));
     assert.ok(m.warnings.some((w) => /script Definitions\/Scripts\/direct\.sh .* hooks terminate_start will fail when run/.test(w)));
     assert.deepEqual(m.definitionFiles, ['Definitions/top.yaml', 'Definitions/types.yaml', 'Definitions/df_small.yaml', 'Definitions/df_large.yaml']);
+  });
+
+  test('external CPs: substitution_mappings requirements, VduCps on no internal VL, VnfExtCp nodes', async () => {
+    const files = base();
+    const cps = `    CP_INT:
+      type: tosca.nodes.nfv.VduCp
+      properties: { layer_protocols: [ ipv4 ] }
+      requirements: [ { virtual_binding: VDU1 }, { virtual_link: intVL } ]
+    CP_MAPPED:
+      type: tosca.nodes.nfv.VduCp
+      properties: { layer_protocols: [ ipv4 ], order: 1 }
+      requirements: [ { virtual_binding: VDU1 } ]
+    CP_FREE:
+      type: tosca.nodes.nfv.VduCp
+      properties: { layer_protocols: [ ipv4 ] }
+      requirements: [ { virtual_binding: VDU2 } ]
+    EXT_VL_CP:
+      type: tosca.nodes.nfv.VnfExtCp
+      properties: { layer_protocols: [ ipv4 ] }
+      requirements: [ { internal_virtual_link: intVL } ]
+    intVL:
+      type: tosca.nodes.nfv.VnfVirtualLink
+      properties:
+        connectivity_type: { layer_protocols: [ ipv4 ] }
+        vl_profile: { max_bitrate_requirements: { root: 1000 }, min_bitrate_requirements: { root: 1000 } }
+`;
+    files['Definitions/df_small.yaml'] = df('small', cps).replace(
+      '      flavour_id: small\n',
+      '      flavour_id: small\n    requirements:\n      virtual_link_ext1: [ CP_MAPPED, virtual_link ]\n      virtual_link_ext2: [ EXT_VL_CP, external_virtual_link ]\n',
+    );
+    const f = parseVnfPackage(await throughCsar(files)).flavours.small;
+    assert.ok(f);
+    assert.deepEqual(f.extCps, {
+      CP_FREE: { cpdId: 'CP_FREE', vduCpId: 'CP_FREE' },
+      CP_MAPPED: { cpdId: 'CP_MAPPED', vduCpId: 'CP_MAPPED', requirement: 'virtual_link_ext1' },
+      EXT_VL_CP: { cpdId: 'EXT_VL_CP', internalVirtualLinkId: 'intVL', requirement: 'virtual_link_ext2' },
+    });
+    assert.deepEqual(externalCps(f).map((c) => c.cpdId), ['CP_FREE', 'CP_MAPPED', 'EXT_VL_CP']);
+    // a model stored before extCps existed: VduCps without an internal VL
+    const { extCps: _gone, ...old } = f;
+    assert.deepEqual(externalCps(old), [
+      { cpdId: 'CP_FREE', vduCpId: 'CP_FREE' },
+      { cpdId: 'CP_MAPPED', vduCpId: 'CP_MAPPED' },
+    ]);
+    assert.deepEqual(parseVnfPackage(await throughCsar(base())).flavours.small?.extCps, {}, 'no CP, no external CP');
   });
 
   test('several step deltas without step_deltas are ambiguous', async () => {

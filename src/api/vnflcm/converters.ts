@@ -18,18 +18,11 @@ function defined(o: Record<string, unknown>): Record<string, unknown> {
 /** VnfInstance body for the given API version. */
 export function instanceToApi(i: VnfInstanceRecord, v: ApiVersion, publicUrl: string): Record<string, unknown> {
   const base = `${publicUrl}/vnflcm/${v}/vnf_instances/${i.id}`;
+  // Only task resources this VNFM serves (src/api/vnflcm/lcm-routes.ts): no scaleToLevel,
+  // changeExtConn, changeFlavour, operate, snapshots.
   const links: Record<string, { href: string }> = { self: { href: base } };
   if (i.instantiationState === 'NOT_INSTANTIATED') links.instantiate = { href: `${base}/instantiate` };
-  else {
-    for (const [k, p] of [
-      ['terminate', 'terminate'],
-      ['scale', 'scale'],
-      ['scaleToLevel', 'scale_to_level'],
-      ['heal', 'heal'],
-      ['changeExtConn', 'change_ext_conn'],
-    ] as const)
-      links[k] = { href: `${base}/${p}` };
-  }
+  else for (const k of ['terminate', 'scale', 'heal'] as const) links[k] = { href: `${base}/${k}` };
   const body: Record<string, unknown> = {
     id: i.id,
     vnfInstanceName: i.vnfInstanceName ?? undefined,
@@ -72,8 +65,9 @@ function instantiatedInfoToV1(info: NonNullable<VnfInstanceRecord['instantiatedV
 export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Record<string, unknown> {
   const base = `${publicUrl}/vnflcm/${v}`;
   const self = `${base}/vnf_lcm_op_occs/${o.id}`;
+  // No `grant` link: grants are not a resource of this VNFM (the local NFVO keeps none, an external
+  // NFVO's grant lives at the NFVO); grantId still names it.
   const links: Record<string, { href: string }> = { self: { href: self }, vnfInstance: { href: `${base}/vnf_instances/${o.vnfInstanceId}` } };
-  if (o.grantId) links.grant = { href: `${publicUrl}/grant/v1/grants/${o.grantId}` };
   if (o.operationState === 'FAILED_TEMP') {
     links.retry = { href: `${self}/retry` };
     links.rollback = { href: `${self}/rollback` };

@@ -64,7 +64,8 @@ import { vnfmError } from '../../errors.ts';
 import type { VnfcResourceInfo } from '../../model/vnf-instance.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
-import { expectsNothing, type HealPlan, type InfraContext, type InfraDriver, type ObservedResources, type ObservedStorage, type ObservedVnfc, type ScalePlan } from '../infra-driver.ts';
+import type { VduCpModel, VduModel } from '../../packages/vnfd-model.ts';
+import { expectsNothing, type HealPlan, type InfraContext, type InfraDriver, type ObservedCp, type ObservedExtCp, type ObservedResources, type ObservedStorage, type ObservedVnfc, type ScalePlan } from '../infra-driver.ts';
 import { describe, KubeClient, type KubeClientOptions, type KubeObject, type ObjectRef } from './kube-client.ts';
 import { KubeApiError } from './kube-error.ts';
 import {
@@ -790,9 +791,11 @@ export class KubernetesDriver implements InfraDriver {
     const client = this.client(ctx);
     const ns = cnf.namespace;
     const workloads = vduWorkloads(cnf);
-    const [pods, pvcs] = await Promise.all([
+    const none = Promise.resolve({ items: [] as KubeObject[] });
+    const [pods, pvcs, services] = await Promise.all([
       client.list('v1', 'Pod', ns, { labelSelector: instanceSelector(ctx.instance.id) }),
-      workloads.some((w) => w.kind === 'StatefulSet' && (w.claimTemplates ?? []).length > 0) ? client.list('v1', 'PersistentVolumeClaim', ns) : Promise.resolve({ items: [] as KubeObject[] }),
+      workloads.some((w) => w.kind === 'StatefulSet' && (w.claimTemplates ?? []).length > 0) ? client.list('v1', 'PersistentVolumeClaim', ns) : none,
+      cnf.resources.some((r) => r.kind === 'Service') ? client.list('v1', 'Service', ns, { labelSelector: instanceSelector(ctx.instance.id) }) : none,
     ]);
 
     // Storage: the claims of StatefulSet VDUs (`<template>-<sts>-<ordinal>`).
@@ -839,6 +842,7 @@ export class KubernetesDriver implements InfraDriver {
         ...(nodeName === undefined ? {} : { zoneId: nodeName }),
         ...(stableKey === undefined ? {} : { stableKey }),
         ...(storageIds.length > 0 ? { storageResourceIds: storageIds } : {}),
+        cps: podCps(ctx.flavour.vdus[w.vduId], w.vduId, ctx.flavour.cps, p),
         metadata: { namespace: ns, kind: w.kind, workloadName: w.name, nodeName: nodeName ?? null, podPhase: phase ?? null, ready, uid: p.metadata.uid },
         ...(phase === 'Failed' || phase === 'Unknown' || (phase === 'Running' && !ready) ? { unhealthy: true } : {}),
       });
@@ -848,13 +852,65 @@ export class KubernetesDriver implements InfraDriver {
     if (vnfcs.length === 0 && !expectsNothing(ctx, (driverState(ctx).created ?? []).length > 0)) await this.requirePresent(ctx, client, cnf, workloads);
     vnfcs.sort((a, b) => a.vduId.localeCompare(b.vduId) || a.computeResource.resourceId.localeCompare(b.computeResource.resourceId));
     storages.sort((a, b) => a.resourceId.localeCompare(b.resourceId));
+    const podLabels = new Map(pods.items.map((p) => [p.metadata.name ?? '', p.metadata.labels ?? {}]));
+    const extCps = serviceExtCps(services.items, vnfcs, podLabels);
     return {
       vnfcs,
       storages: storages.map(({ sts: _s, ordinal: _o, ...rest }) => rest),
       virtualLinks: [],
+      ...(extCps.length > 0 ? { extCps } : {}),
       metadata: cnfMetadata(cnf),
     };
   }
+}
+
+/**
+ * The CPs of a pod: the VDU's VduCps (the primary one, lowest `order`, first), or one CP
+ * `<vduId>_pod` when the VNFD declares none. The primary CP carries the pod's IPs
+ * (`status.podIPs`, else `status.podIP`); further CPs (secondary networks) carry none.
+ */
+export function podCps(vdu: VduModel | undefined, vduId: string, cps: Readonly<Record<string, VduCpModel>>, pod: KubeObject): ObservedCp[] {
+  const ids = [...(vdu?.cpIds ?? [])];
+  ids.sort((a, b) => (cps[a]?.order ?? Number.MAX_SAFE_INTEGER) - (cps[b]?.order ?? Number.MAX_SAFE_INTEGER));
+  if (ids.length === 0) ids.push(`${vduId}_pod`);
+  const st = (pod.status ?? {}) as { podIPs?: unknown; podIP?: unknown };
+  const listed = Array.isArray(st.podIPs) ? st.podIPs.map((x) => (x as { ip?: unknown } | null)?.ip).filter((ip): ip is string => typeof ip === 'string' && ip !== '') : [];
+  const ips = listed.length > 0 ? listed : typeof st.podIP === 'string' && st.podIP !== '' ? [st.podIP] : [];
+  return ids.map((cpdId, i) => ({ cpdId, ...(i === 0 && ips.length > 0 ? { addresses: ips.map((address) => ({ address })) } : {}) }));
+}
+
+/**
+ * The CNF's Services as external CPs (cpdId = the Service name): their cluster IPs (not for a
+ * headless Service), external IPs and load-balancer ingress IPs, and the observed pods their
+ * selector picks. A Service without a selector, or selecting none of the pods, is left out.
+ */
+export function serviceExtCps(services: readonly KubeObject[], vnfcs: readonly ObservedVnfc[], podLabels: ReadonlyMap<string, Record<string, string>>): ObservedExtCp[] {
+  const out: ObservedExtCp[] = [];
+  for (const svc of services) {
+    if (isTerminating(svc)) continue;
+    const name = svc.metadata.name ?? '';
+    const spec = (svc.spec ?? {}) as { selector?: Record<string, string>; clusterIP?: string; clusterIPs?: string[]; externalIPs?: string[] };
+    const selector = spec.selector ?? {};
+    if (Object.keys(selector).length === 0) continue;
+    const behind = vnfcs
+      .filter((v) => {
+        const labels = podLabels.get(v.computeResource.resourceId) ?? {};
+        return Object.entries(selector).every(([k, val]) => labels[k] === val);
+      })
+      .map((v) => v.computeResource.resourceId);
+    if (behind.length === 0) continue;
+    const ingress = (((svc.status ?? {}) as { loadBalancer?: { ingress?: { ip?: string }[] } }).loadBalancer?.ingress ?? []).map((i) => i.ip);
+    const ips = [...(spec.clusterIPs ?? (spec.clusterIP ? [spec.clusterIP] : [])), ...(spec.externalIPs ?? []), ...ingress].filter((ip): ip is string => typeof ip === 'string' && ip !== '' && ip !== 'None');
+    out.push({
+      id: `svc-${name}`,
+      cpdId: name,
+      resourceId: `${svc.metadata.namespace ?? ''}/${name}`,
+      vimLevelResourceType: 'Service',
+      addresses: [...new Set(ips)].map((address) => ({ address })),
+      vnfcResourceIds: behind,
+    });
+  }
+  return out.sort((a, b) => a.id.localeCompare(b.id));
 }
 
 /** Creates the Kubernetes infra driver (register it in the InfraDriverRegistry). */

@@ -414,8 +414,10 @@ export class HeatClient {
   /**
    * `GET .../resources[?nested_depth=N]`. With a depth, rows of nested stacks come too, each
    * with `parent_resource` and a `stack` link to the stack it lives in (see {@link stackOfResource}).
+   * `withDetail` adds each row's `attributes` (Heat resolves them: keep the listing small with
+   * `filters`); a filter with several values matches any of them (`name: ['CP1', 'CP2']`).
    */
-  async listResources(stack: StackIdentifier, opts: { nestedDepth?: number; withDetail?: boolean; filters?: Record<string, string>; signal?: AbortSignal } = {}): Promise<HeatResource[]> {
+  async listResources(stack: StackIdentifier, opts: { nestedDepth?: number; withDetail?: boolean; filters?: Record<string, string | readonly string[]>; signal?: AbortSignal } = {}): Promise<HeatResource[]> {
     const ref = await this.resolveStack(stack, sig(opts.signal));
     const res = await this.call({
       path: `${this.stackPath(ref)}/resources`,

@@ -9,8 +9,8 @@
  * `VDU1_scale_group/<member>/VDU1` is unique, and it stays the same when Heat replaces the
  * server, so it also serves as the VNFC's stable key.
  */
-import type { ObservedResources, ObservedStorage, ObservedVirtualLink, ObservedVnfc } from '../infra-driver.ts';
-import type { FlavourModel } from '../../packages/vnfd-model.ts';
+import type { ObservedCp, ObservedIpAddress, ObservedResources, ObservedStorage, ObservedVirtualLink, ObservedVnfc } from '../infra-driver.ts';
+import type { FlavourModel, VduModel } from '../../packages/vnfd-model.ts';
 import { HeatClient, type HeatResource, type HeatStackRef } from './heat-client.ts';
 
 /** Heat types the observer maps. */
@@ -21,11 +21,108 @@ export const HEAT_TYPES = {
   port: 'OS::Neutron::Port',
 } as const;
 
+/** One entry of Nova's server `addresses` (`{<network>: [{addr, version, OS-EXT-IPS:type, OS-EXT-IPS-MAC:mac_addr}]}`). */
+export interface ServerAddress {
+  address: string;
+  /** 4 or 6. */
+  version?: number | undefined;
+  /** `fixed` or `floating`. */
+  kind?: string | undefined;
+  /** MAC of the port the address belongs to (or, for a floating one, is associated with). */
+  mac?: string | undefined;
+  network?: string | undefined;
+}
+
 /** What Nova says about a server, when Nova can be asked. */
 export interface ServerFacts {
   status?: string | undefined;
   availabilityZone?: string | undefined;
   host?: string | undefined;
+  addresses?: ServerAddress[] | undefined;
+}
+
+/** What Heat's detailed listing says about a port (`mac_address`, `fixed_ips` attributes). */
+export interface PortFacts {
+  macAddress?: string | undefined;
+  fixedIps: { address: string; subnetId?: string | undefined }[];
+}
+
+/** Flattens Nova's `addresses` map (unknown shapes are skipped). */
+export function serverAddresses(addresses: Record<string, unknown> | undefined): ServerAddress[] {
+  const out: ServerAddress[] = [];
+  for (const [network, list] of Object.entries(addresses ?? {})) {
+    if (!Array.isArray(list)) continue;
+    for (const e of list) {
+      if (e === null || typeof e !== 'object') continue;
+      const o = e as Record<string, unknown>;
+      if (typeof o.addr !== 'string' || o.addr === '') continue;
+      out.push({
+        address: o.addr,
+        version: typeof o.version === 'number' ? o.version : undefined,
+        kind: typeof o['OS-EXT-IPS:type'] === 'string' ? o['OS-EXT-IPS:type'] : undefined,
+        mac: typeof o['OS-EXT-IPS-MAC:mac_addr'] === 'string' ? (o['OS-EXT-IPS-MAC:mac_addr'] as string).toLowerCase() : undefined,
+        network,
+      });
+    }
+  }
+  return out;
+}
+
+/** A port row's facts from its `attributes` (detailed listing); undefined without them. */
+export function portFactsOf(row: HeatResource): PortFacts | undefined {
+  const a = row.attributes;
+  if (a === undefined || a === null || typeof a !== 'object') return undefined;
+  const mac = typeof a.mac_address === 'string' && a.mac_address !== '' ? a.mac_address.toLowerCase() : undefined;
+  const fixedIps: PortFacts['fixedIps'] = [];
+  if (Array.isArray(a.fixed_ips)) {
+    for (const f of a.fixed_ips) {
+      const o = (f ?? {}) as Record<string, unknown>;
+      if (typeof o.ip_address === 'string' && o.ip_address !== '') fixedIps.push({ address: o.ip_address, ...(typeof o.subnet_id === 'string' && o.subnet_id !== '' ? { subnetId: o.subnet_id } : {}) });
+    }
+  }
+  return mac === undefined && fixedIps.length === 0 ? undefined : { macAddress: mac, fixedIps };
+}
+
+function typeOfVersion(version: number | undefined, address: string): 'IPV4' | 'IPV6' {
+  if (version === 6) return 'IPV6';
+  if (version === 4) return 'IPV4';
+  return address.includes(':') ? 'IPV6' : 'IPV4';
+}
+
+/**
+ * The CPs of one server: its `OS::Neutron::Port` rows named after a VduCp of the VDU (same
+ * stack), each with the port's MAC and fixed IPs (Heat's port attributes when listed with
+ * detail) and the server's Nova addresses of that MAC (fixed ones Heat did not give, and the
+ * floating IPs associated with the port). A port whose MAC is unknown gets the server's only
+ * unclaimed MAC; a VduCp without a port row (a port Nova created from `networks`) gets the
+ * server's addresses when it is the only such CP and one MAC is left.
+ */
+export function cpsOfServer(vdu: VduModel, portRows: readonly HeatResource[], server: ServerFacts | undefined, ports: ReadonlyMap<string, PortFacts> | undefined): ObservedCp[] {
+  const nova = server?.addresses ?? [];
+  const macs = [...new Set(nova.map((a) => a.mac).filter((m): m is string => m !== undefined))];
+  const entries = portRows.map((r) => ({ cpdId: r.resource_name, resourceId: r.physical_resource_id as string | undefined, facts: ports?.get(r.physical_resource_id), mac: ports?.get(r.physical_resource_id)?.macAddress }));
+  const claimed = () => new Set(entries.map((e) => e.mac).filter((m): m is string => m !== undefined));
+  const unknown = entries.filter((e) => e.mac === undefined);
+  if (unknown.length === 1) {
+    const left = macs.filter((m) => !claimed().has(m));
+    if (left.length === 1) (unknown[0] as { mac?: string }).mac = left[0];
+  }
+  const withPort = new Set(entries.map((e) => e.cpdId));
+  const portless = vdu.cpIds.filter((c) => !withPort.has(c));
+  if (portless.length === 1) {
+    const left = macs.filter((m) => !claimed().has(m));
+    if (left.length === 1) entries.push({ cpdId: portless[0] as string, resourceId: undefined, facts: undefined, mac: left[0] });
+  }
+  return entries.map((e) => {
+    const addresses: ObservedIpAddress[] = [];
+    const has = (a: string) => addresses.some((x) => x.address === a);
+    for (const f of e.facts?.fixedIps ?? []) if (!has(f.address)) addresses.push({ address: f.address, type: typeOfVersion(undefined, f.address), ...(f.subnetId ? { subnetId: f.subnetId } : {}) });
+    for (const a of nova) {
+      if (e.mac === undefined || a.mac !== e.mac || has(a.address)) continue;
+      addresses.push({ address: a.address, type: typeOfVersion(a.version, a.address), ...(a.kind === 'floating' ? { floating: true } : {}) });
+    }
+    return { cpdId: e.cpdId, ...(e.resourceId ? { resourceId: e.resourceId } : {}), ...(e.mac ? { macAddress: e.mac } : {}), ...(addresses.length ? { addresses } : {}) };
+  });
 }
 
 /** One row of the listing with its location resolved. */
@@ -119,6 +216,8 @@ export interface ObserveInput {
   servers?: ReadonlyMap<string, ServerFacts>;
   /** The stack's `nfv` parameter (for `flavor` / `image-<VDU>` metadata, as Tacker reports them). */
   nfv?: Record<string, unknown> | null;
+  /** Port facts per port id (from a detailed listing of the CP ports), when read. */
+  ports?: ReadonlyMap<string, PortFacts>;
 }
 
 /**
@@ -173,10 +272,9 @@ export function observeFromListing(input: ObserveInput): ObservedResources {
     if (vdu === undefined) continue;
     const sameStack = withId.filter((o) => o.stack.id === l.stack.id);
     const storageIds = (volumesByStack.get(l.stack.id) ?? []).filter((v) => vdu.virtualStorageIds.includes(v.row.resource_name)).map((v) => v.row.physical_resource_id);
-    const cps = sameStack
-      .filter((o) => o.row.resource_type === HEAT_TYPES.port && vdu.cpIds.includes(o.row.resource_name))
-      .map((o) => ({ cpdId: o.row.resource_name, resourceId: o.row.physical_resource_id }));
     const facts = input.servers?.get(l.row.physical_resource_id);
+    const portRows = sameStack.filter((o) => o.row.resource_type === HEAT_TYPES.port && vdu.cpIds.includes(o.row.resource_name)).map((o) => o.row);
+    const cps = cpsOfServer(vdu, portRows, facts, input.ports);
     const metadata = locationMetadata(l, byNestedStack);
     const v = vduNfv[vdu.vduId];
     if (v && typeof v.computeFlavourId === 'string') metadata.flavor = v.computeFlavourId;

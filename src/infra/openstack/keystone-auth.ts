@@ -112,8 +112,8 @@ export interface AuthedRequest {
   method?: string;
   /** JSON body (serialised here; `null` is sent as `null`). */
   body?: unknown;
-  /** Query parameters (undefined values are skipped). */
-  query?: Readonly<Record<string, string | number | boolean | undefined>>;
+  /** Query parameters (undefined values are skipped; an array repeats the parameter, e.g. `name=a&name=b`). */
+  query?: Readonly<Record<string, string | number | boolean | readonly string[] | undefined>>;
   /** Extra headers (e.g. a Nova microversion). */
   headers?: Readonly<Record<string, string>>;
   /** See {@link HttpRequest.idempotent}. */
@@ -332,7 +332,11 @@ export class KeystoneAuth {
     let url = base;
     if (req.query !== undefined) {
       const qs = new URLSearchParams();
-      for (const [k, v] of Object.entries(req.query)) if (v !== undefined) qs.append(k, String(v));
+      for (const [k, v] of Object.entries(req.query)) {
+        if (v === undefined) continue;
+        if (Array.isArray(v)) for (const x of v) qs.append(k, String(x));
+        else qs.append(k, String(v));
+      }
       const s = qs.toString();
       if (s !== '') url += (url.includes('?') ? '&' : '?') + s;
     }

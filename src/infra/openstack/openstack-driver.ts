@@ -33,7 +33,7 @@ import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import { expectsNothing, type HealPlan, type HealTarget, type InfraContext, type InfraDriver, type ObservedResources, type ScalePlan } from '../infra-driver.ts';
 import { HeatClient, type HeatResource, type HeatStack, type HeatStackRef } from './heat-client.ts';
-import { HEAT_TYPES, type LocatedResource, locateResources, observeFromListing, type ServerFacts, stackRefString } from './heat-observer.ts';
+import { HEAT_TYPES, type LocatedResource, locateResources, observeFromListing, type PortFacts, portFactsOf, type ServerFacts, serverAddresses, stackRefString } from './heat-observer.ts';
 import { buildNfvParameter, declaredParameters, type JsonObject, parseNfvParameter } from './hot-params.ts';
 import type { HttpRetryOptions } from './http-retry.ts';
 import { KeystoneAuth } from './keystone-auth.ts';
@@ -248,7 +248,8 @@ export class OpenStackDriver implements InfraDriver {
       const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal });
       const serverIds = rows.filter((r) => r.resource_type === HEAT_TYPES.server && r.physical_resource_id).map((r) => r.physical_resource_id);
       const servers = serverIds.length > 0 ? await this.serverFacts(ctx, s, serverIds) : new Map<string, ServerFacts>();
-      return observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv) });
+      const ports = this.needPortFacts(ctx, rows, servers) ? await this.portFacts(ctx, s, ref) : undefined;
+      return observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv), ...(ports === undefined ? {} : { ports }) });
     });
   }
 
@@ -705,7 +706,50 @@ export class OpenStackDriver implements InfraDriver {
   // -------------------------------------------------------------------------------------------
   // observe helpers
 
-  /** Status and zone of servers from Nova (one listing); empty when the cloud has no Nova. */
+  /**
+   * Whether the CP ports' own facts (MAC, fixed IPs) are needed to tell the servers' addresses
+   * apart: not when every server with a CP port has exactly that one port and Nova shows one MAC
+   * for it (then the server's addresses are the port's).
+   */
+  private needPortFacts(ctx: InfraContext, rows: readonly HeatResource[], servers: ReadonlyMap<string, ServerFacts>): boolean {
+    const stackOf = (r: HeatResource) => r.links?.find((l) => l.rel === 'stack')?.href ?? '';
+    const cpPorts = rows.filter((r) => r.resource_type === HEAT_TYPES.port && r.physical_resource_id && Object.hasOwn(ctx.flavour.cps, r.resource_name));
+    if (cpPorts.length === 0) return false;
+    for (const srv of rows) {
+      if (srv.resource_type !== HEAT_TYPES.server || !srv.physical_resource_id) continue;
+      const vdu = ctx.flavour.vdus[srv.resource_name];
+      if (vdu === undefined) continue;
+      const n = cpPorts.filter((p) => stackOf(p) === stackOf(srv) && vdu.cpIds.includes(p.resource_name)).length;
+      if (n === 0) continue;
+      const macs = new Set((servers.get(srv.physical_resource_id)?.addresses ?? []).map((a) => a.mac).filter((m) => m !== undefined));
+      if (n > 1 || macs.size !== 1) return true;
+    }
+    return false;
+  }
+
+  /**
+   * MAC and fixed IPs of the CP ports, from ONE detailed listing of just those rows (`with_detail`
+   * and a `name` filter with the VduCp names, so Heat resolves the attributes of the ports only).
+   * Best effort: without it the addresses come from Nova alone.
+   */
+  private async portFacts(ctx: InfraContext, s: VimSession, ref: HeatStackRef): Promise<Map<string, PortFacts> | undefined> {
+    try {
+      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, withDetail: true, filters: { name: Object.keys(ctx.flavour.cps).sort() }, signal: ctx.signal });
+      const out = new Map<string, PortFacts>();
+      for (const r of rows) {
+        if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id) continue;
+        const f = portFactsOf(r);
+        if (f !== undefined) out.set(r.physical_resource_id, f);
+      }
+      return out;
+    } catch (e) {
+      if (e instanceof OpenStackError && e.kind === OpenStackErrorKind.aborted) throw e;
+      ctx.log.warn({ step: 'heat.list_ports', err: e instanceof Error ? e.message : String(e) }, 'cannot read the CP ports from Heat; addresses from Nova only');
+      return undefined;
+    }
+  }
+
+  /** Status, zone and addresses of servers from Nova (one listing); empty when the cloud has no Nova. */
   private async serverFacts(ctx: InfraContext, s: VimSession, ids: readonly string[]): Promise<Map<string, ServerFacts>> {
     const out = new Map<string, ServerFacts>();
     if (!this.useNova || s.noNova) return out;
@@ -723,7 +767,7 @@ export class OpenStackDriver implements InfraDriver {
       const servers = await s.nova.listServers({ detail: true, signal: ctx.signal });
       for (const srv of servers) {
         if (!wanted.has(srv.id)) continue;
-        out.set(srv.id, { status: srv.status, availabilityZone: srv.availabilityZone, host: srv.host });
+        out.set(srv.id, { status: srv.status, availabilityZone: srv.availabilityZone, host: srv.host, addresses: serverAddresses(srv.addresses) });
       }
     } catch (e) {
       // Heat's view is enough to observe; Nova only adds status and zone.

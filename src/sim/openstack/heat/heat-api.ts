@@ -409,9 +409,14 @@ export class HeatApi {
       (statuses.length === 0 || statuses.includes(r.status) || statuses.includes(`${r.action}_${r.status}`)) &&
       (actions.length === 0 || actions.includes(r.action)) &&
       (physical.length === 0 || physical.includes(r.physicalId));
+    // with_detail (Heat: resource description, metadata and every attribute but `show`)
+    const detail = ['true', '1', 'yes', 'on'].includes((req.query.get('with_detail') ?? '').toLowerCase());
     const out: Record<string, unknown>[] = [];
     const walk = (s: HeatStack, d: number): void => {
-      for (const r of s.resources.values()) if (match(r)) out.push(this.resourceRow(s, r));
+      for (const r of s.resources.values()) {
+        if (!match(r)) continue;
+        out.push(detail ? { ...this.resourceRow(s, r), description: '', metadata: {}, attributes: this.engine.resourceAttributes(s, r) } : this.resourceRow(s, r));
+      }
       if (d === 0) return;
       for (const r of s.resources.values()) {
         const child = r.nestedStackId ? this.engine.stacks.get(r.nestedStackId) : undefined;
