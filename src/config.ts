@@ -188,6 +188,11 @@ export interface VnfmConfig {
     stackTimeoutMs: number;
     /** Kubernetes readiness timeout. @default 500000 */
     kubernetesWaitMs: number;
+    /**
+     * Kubernetes: create the CNF's namespace when it does not exist (labelled as created for the
+     * instance), and delete it at terminate when nothing else lives in it. @default true
+     */
+    kubernetesCreateNamespace: boolean;
   };
 }
 
@@ -224,7 +229,7 @@ export function defaultConfig(): VnfmConfig {
     autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8, intakePriorityRate: 200, intakePriorityMaxMs: 10_000 },
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
-    vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000 },
+    vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
   };
 }
 
@@ -253,6 +258,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
   VNFM_STEP_MAX_ATTEMPTS: ['runner.stepRetries.maxAttempts', 'number'],
+  VNFM_KUBERNETES_CREATE_NAMESPACE: ['vim.kubernetesCreateNamespace', 'boolean'],
   VNFM_GRANT_MODE: ['grants.mode', 'string'],
   VNFM_GRANT_ENDPOINT: ['grants.endpoint', 'string'],
   VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
@@ -355,6 +361,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!['none', 'token'].includes(cfg.apiAuth)) throw new ConfigError(`apiAuth: must be none or token`);
   if (cfg.apiAuth === 'token' && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
+  if (typeof cfg.vim.kubernetesCreateNamespace !== 'boolean') throw new ConfigError('vim.kubernetesCreateNamespace: must be true or false');
   if (!Number.isInteger(cfg.health.readyTimeoutMs) || cfg.health.readyTimeoutMs < 1) throw new ConfigError('health.readyTimeoutMs must be an integer >= 1');
   if (!['local', 'external'].includes(cfg.grants.mode)) throw new ConfigError('grants.mode: must be local or external');
   if (cfg.grants.mode === 'external' && !cfg.grants.endpoint) throw new ConfigError('grants.endpoint is required when grants.mode is external');

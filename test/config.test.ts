@@ -45,3 +45,10 @@ it('runner: step retries and the shutdown grace period have defaults, env variab
   assert.throws(() => resolveConfig({ flags: { runner: { leaseMs: 10 } } }), /runner.leaseMs/);
   assert.throws(() => resolveConfig({ flags: { runner: { stepRetries: { nope: 1 } } } as never }), /unknown setting: nope/);
 });
+
+it('vim.kubernetesCreateNamespace: on by default, VNFM_KUBERNETES_CREATE_NAMESPACE, must be a boolean', () => {
+  assert.equal(resolveConfig({}).vim.kubernetesCreateNamespace, true);
+  assert.equal(resolveConfig({ env: { VNFM_KUBERNETES_CREATE_NAMESPACE: 'false' } }).vim.kubernetesCreateNamespace, false);
+  assert.equal(resolveConfig({ flags: { vim: { kubernetesCreateNamespace: false } } }).vim.kubernetesCreateNamespace, false);
+  assert.throws(() => resolveConfig({ flags: { vim: { kubernetesCreateNamespace: 'no' } } as never }), /vim.kubernetesCreateNamespace: must be true or false/);
+});

@@ -188,6 +188,24 @@ export interface InfraDriver {
   rollbackInstantiate(ctx: InfraContext): Promise<void>;
   /** Undo a failed scale-out (back to `plan.fromLevel`). */
   rollbackScaleOut(ctx: InfraContext, plan: ScalePlan): Promise<void>;
+  /**
+   * The VDUs of the flavour the VNF is made of, for a driver that may deploy only some of them
+   * (Kubernetes: `lcm-kubernetes-def-files` naming only some manifests). For an INSTANTIATE it
+   * reads the request, later operations the instance; undefined = every VDU. The engine plans the
+   * others at 0 VNFCs (no grant, no VNFC). Called when an INSTANTIATE is accepted, so a request
+   * that deploys nothing is refused at once: it throws `VNFM_ERR_INST_INVALID` (422) saying why.
+   */
+  deployedVdus?(args: DeploymentArgs): Promise<string[] | undefined>;
+}
+
+/** What {@link InfraDriver.deployedVdus} reads. */
+export interface DeploymentArgs {
+  instance: VnfInstanceRecord;
+  command: LcmCommand;
+  vnfd: VnfPackageModel;
+  flavour: FlavourModel;
+  /** Package files (lazy). */
+  files(): Promise<Map<string, Buffer>>;
 }
 
 /**

@@ -288,9 +288,13 @@ export class Executor {
   }
 
   /** Computes and freezes the op's targets (levels, VNFC counts) in its checkpoint, so retries use the same. */
-  private plan(ctx: OpCtx, all: Loaded): OpPlan {
+  private async plan(ctx: OpCtx, all: Loaded): Promise<OpPlan> {
     if (!ctx.targetScaleLevels || !ctx.targetVduCounts) {
       const p = all.handler.plan(all.command as never, all.instance, all.flavour);
+      // VDUs the VIM driver does not deploy for this VNF (a subset instantiate) have no VNFCs.
+      const drv = all.vim ? this.d.drivers.find(all.vim.vimType) : undefined;
+      const deployed = drv?.deployedVdus ? await drv.deployedVdus({ instance: all.instance, command: all.command, vnfd: all.vnfd, flavour: all.flavour, files: all.files }) : undefined;
+      if (deployed !== undefined) for (const vdu of Object.keys(p.targetVduCounts)) if (!deployed.includes(vdu)) p.targetVduCounts[vdu] = 0;
       ctx.targetScaleLevels = p.targetScaleLevels;
       ctx.targetVduCounts = p.targetVduCounts;
       if (p.instantiationLevelId !== undefined) ctx.instantiationLevelId = p.instantiationLevelId;
@@ -402,7 +406,7 @@ export class Executor {
     let op = op0;
     const all = await this.loadAll(op, ctx);
     const { handler } = all;
-    this.plan(ctx, all);
+    await this.plan(ctx, all);
     let grant = op.grant;
     if (op.operationState === 'STARTING' || !ctx.done.includes('grant')) {
       await this.step(op.id, ctx, 'grant', log, async () => {
@@ -518,7 +522,7 @@ export class Executor {
 
   private async rollback(op: OpOccRecord, ctx: OpCtx, log: Logger): Promise<void> {
     const all = await this.loadAll(op, ctx);
-    this.plan(ctx, all);
+    await this.plan(ctx, all);
     const rb = all.handler.rollback;
     if (!rb) throw terminalError('VNFM_ERR_OPOCC_UNSUPPORTED', `Rollback of ${op.operation} is not supported; retry it or fail it.`);
     const drv = this.driverFor(all.vim);

@@ -9,6 +9,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { vnfmError } from '../errors.ts';
+import type { InfraDriver } from '../infra/infra-driver.ts';
 import type { HealCommand, InstantiateCommand, LcmCommand, ScaleCommand, TerminateCommand } from '../model/lcm-command.ts';
 import { commandOf } from '../model/lcm-command.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
@@ -48,8 +49,13 @@ export class LcmService {
     private readonly states: OpOccStates,
     private readonly log: Logger,
     private readonly wake: () => void,
-    private readonly hasDriver: (vimType: string) => boolean = () => true,
+    /** The infra driver of a VIM type (undefined: not supported); without it every type is accepted. */
+    private readonly driverOf?: (vimType: string) => InfraDriver | undefined,
   ) {}
+
+  private hasDriver(vimType: string): boolean {
+    return this.driverOf === undefined || this.driverOf(vimType) !== undefined;
+  }
 
   /** The parsed VNFD of an instance's package. */
   async vnfdOf(inst: VnfInstanceRecord): Promise<VnfPackageModel> {
@@ -101,6 +107,14 @@ export class LcmService {
       }
       for (const c of Object.values(conns ?? (await this.instances.vimConnections(id)))) {
         if (!this.hasDriver(c.vimType)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimType ${c.vimType} is not supported; supported: ETSINFV.OPENSTACK_KEYSTONE.V_3, ETSINFV.KUBERNETES.V_1`);
+      }
+      // The driver decides now whether the request deploys anything (e.g. a CNF whose
+      // lcm-kubernetes-def-files name no VDU's workload: 422 instead of a FAILED_TEMP later).
+      const first = Object.values(conns ?? (await this.instances.vimConnections(id)))[0];
+      const driver = first ? this.driverOf?.(first.vimType) : undefined;
+      const flavour = vnfd.flavours[command.flavourId];
+      if (driver?.deployedVdus && flavour) {
+        await driver.deployedVdus({ instance: inst, command, vnfd, flavour, files: () => this.packages.files(inst.vnfPkgId) });
       }
       if (!conns) return undefined;
       const sealed = await this.instances.sealConnections(conns);

@@ -7,8 +7,11 @@
  *
  * - **Instantiate** deploys the manifests named by `additionalParams['lcm-kubernetes-def-files']`
  *   (default: every `Files/kubernetes/*.yaml` of the package) into `additionalParams.namespace`
- *   (default: the manifests' own namespace, else `default`; the namespace must exist unless a
- *   manifest creates it). Every object, and every pod, is labelled
+ *   (default: the manifests' own namespace, else `default`). Files naming only some VDUs' workloads
+ *   deploy only those VDUs (Tacker's subset instantiate, see {@link KubernetesDriver.deployedVdus});
+ *   files naming none are refused. A namespace that does not exist (and that no manifest creates)
+ *   is created first, labelled `vnfm.io/created-for=<instanceId>` (off with
+ *   `vim.kubernetesCreateNamespace: false`: then the instantiate fails). Every object, and every pod, is labelled
  *   `vnfm.io/vnf-instance-id=<instanceId>`; VDU workloads get `spec.replicas` from the instance
  *   counts. It ends when every VDU has its pods Ready (watch-based). An object that already exists
  *   with our label (a resumed operation) is adopted; one without it fails the operation
@@ -19,7 +22,10 @@
  *   PersistentVolumeClaims of the CNF (StatefulSet claims and PVC manifests) are **deleted by
  *   default**, like any other resource of the VNF (no storage leaks, and a later instantiate with
  *   the same names never silently re-attaches old data); `additionalParams.deletePvcs: false`
- *   keeps them (and a Namespace the manifests created, which would take them along).
+ *   keeps them (and a Namespace the manifests created, which would take them along). Then the
+ *   namespace the VNFM created for the instance (its `vnfm.io/created-for` label) is deleted, but
+ *   only when nothing else lives in it (foreign workloads, services, config, kept claims: then it
+ *   is kept and the log says why); a namespace that existed before is never deleted.
  * - **Scale** patches `spec.replicas` of the aspect's VDUs to the new counts and waits until
  *   exactly that many pods are Ready. Pods and DaemonSets cannot be scaled.
  * - **Heal of VNFCs** (targets given): only the target pods are touched. Pods of ReplicaSets,
@@ -65,11 +71,13 @@ import type { VnfcResourceInfo } from '../../model/vnf-instance.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { VduCpModel, VduModel } from '../../packages/vnfd-model.ts';
-import { expectsNothing, type HealPlan, type InfraContext, type InfraDriver, type ObservedCp, type ObservedExtCp, type ObservedResources, type ObservedStorage, type ObservedVnfc, type ScalePlan } from '../infra-driver.ts';
+import { type DeploymentArgs, expectsNothing, type HealPlan, type InfraContext, type InfraDriver, type ObservedCp, type ObservedExtCp, type ObservedResources, type ObservedStorage, type ObservedVnfc, type ScalePlan } from '../infra-driver.ts';
 import { describe, KubeClient, type KubeClientOptions, type KubeObject, type ObjectRef } from './kube-client.ts';
 import { KubeApiError } from './kube-error.ts';
 import {
   buildPlan,
+  CREATED_FOR_LABEL,
+  checkDeployedVdus,
   type CnfPlan,
   type CnfRecord,
   INSTANCE_LABEL,
@@ -137,6 +145,10 @@ interface DriverState {
   created?: string[];
   heal?: HealState;
   entire?: EntireHealState;
+  /** Instantiate: the namespace was checked (and created when missing). */
+  namespaceReady?: boolean;
+  /** Terminate / rollback: the namespace the VNFM created was deleted, or deliberately kept. */
+  namespaceReleased?: boolean;
 }
 
 const STATE_KEY = 'kubernetes';
@@ -159,8 +171,48 @@ function isResourceRecord(v: unknown): v is ResourceRecord {
 
 /** The metadata kept in instantiatedVnfInfo.metadata (Tacker's keys where they exist). */
 function cnfMetadata(cnf: CnfRecord): Record<string, unknown> {
-  return { namespace: cnf.namespace, tenant: cnf.namespace, 'lcm-kubernetes-def-files': cnf.defFiles, kubernetesResources: cnf.resources };
+  return {
+    namespace: cnf.namespace,
+    tenant: cnf.namespace,
+    'lcm-kubernetes-def-files': cnf.defFiles,
+    kubernetesResources: cnf.resources,
+    ...(cnf.namespaceCreated ? { namespaceCreatedByVnfm: true } : {}),
+  };
 }
+
+/** A record rebuilt from the package, keeping what the old record knew of its namespace. */
+function withNamespaceOf(record: CnfRecord, old: CnfRecord): CnfRecord {
+  return old.namespaceCreated ? { ...record, namespaceCreated: true } : record;
+}
+
+/**
+ * What may live in a namespace without being anybody's workload: what Kubernetes creates in every
+ * namespace by itself (the `default` ServiceAccount, the `kube-root-ca.crt` ConfigMap, service
+ * account token Secrets).
+ */
+function isNamespaceFurniture(o: KubeObject): boolean {
+  const name = o.metadata.name;
+  if (o.kind === 'ConfigMap') return name === 'kube-root-ca.crt';
+  if (o.kind === 'ServiceAccount') return name === 'default';
+  if (o.kind === 'Secret') return (o as { type?: unknown }).type === 'kubernetes.io/service-account-token';
+  return false;
+}
+
+/** Kinds checked before a namespace the VNFM created is deleted (anything else in it keeps it). */
+const NAMESPACE_CONTENT_KINDS: readonly { apiVersion: string; kind: string }[] = [
+  { apiVersion: 'v1', kind: 'Pod' },
+  { apiVersion: 'apps/v1', kind: 'Deployment' },
+  { apiVersion: 'apps/v1', kind: 'StatefulSet' },
+  { apiVersion: 'apps/v1', kind: 'DaemonSet' },
+  { apiVersion: 'apps/v1', kind: 'ReplicaSet' },
+  { apiVersion: 'batch/v1', kind: 'Job' },
+  { apiVersion: 'batch/v1', kind: 'CronJob' },
+  { apiVersion: 'v1', kind: 'Service' },
+  { apiVersion: 'v1', kind: 'ConfigMap' },
+  { apiVersion: 'v1', kind: 'Secret' },
+  { apiVersion: 'v1', kind: 'ServiceAccount' },
+  { apiVersion: 'v1', kind: 'PersistentVolumeClaim' },
+];
 
 function vduWorkloads(cnf: CnfRecord): VduWorkload[] {
   const out: VduWorkload[] = [];
@@ -189,6 +241,11 @@ function podRef(namespace: string, name: string): ObjectRef {
 /** The ordinal of a StatefulSet claim named `<template>-<sts>-<ordinal>`, or undefined. */
 function claimOrdinal(pvcName: string, template: string, sts: string): number | undefined {
   return pvcName.startsWith(`${template}-`) ? statefulSetOrdinal(pvcName.slice(template.length + 1), sts) : undefined;
+}
+
+/** Whether the request names its manifests (then a subset of the VDUs may be deployed). */
+function hasDefFiles(addl: Record<string, unknown>): boolean {
+  return addl['lcm-kubernetes-def-files'] !== undefined && addl['lcm-kubernetes-def-files'] !== null;
 }
 
 function optGrace(v: unknown): number | undefined {
@@ -254,7 +311,7 @@ export class KubernetesDriver implements InfraDriver {
     const files = await ctx.files();
     const objects = loadManifests(files, defFiles);
     const namespace = resolveNamespace(objects, addl.namespace);
-    return buildPlan({ objects, defFiles, namespace, instanceId: ctx.instance.id, flavour: ctx.flavour, vduCounts: ctx.targetVduCounts });
+    return buildPlan({ objects, defFiles, namespace, instanceId: ctx.instance.id, flavour: ctx.flavour, vduCounts: ctx.targetVduCounts, subset: hasDefFiles(addl) });
   }
 
   /** The CNF as recorded in the instance (instantiatedVnfInfo.metadata), rebuilt from the package when only the files are known. */
@@ -265,12 +322,13 @@ export class KubernetesDriver implements InfraDriver {
     const files = md['lcm-kubernetes-def-files'];
     const defFiles = Array.isArray(files) && files.every((f) => typeof f === 'string') ? (files as string[]) : undefined;
     if (namespace === undefined) return undefined;
+    const created = md.namespaceCreatedByVnfm === true ? { namespaceCreated: true } : {};
     const resources = md.kubernetesResources;
     if (Array.isArray(resources) && resources.every(isResourceRecord)) {
-      return { namespace, defFiles: defFiles ?? [...ctx.vnfd.kubernetesFiles], resources: resources as ResourceRecord[] };
+      return { namespace, defFiles: defFiles ?? [...ctx.vnfd.kubernetesFiles], resources: resources as ResourceRecord[], ...created };
     }
     const plan = await this.planFor(ctx, defFiles ?? ctx.vnfd.kubernetesFiles, namespace, ctx.targetVduCounts);
-    return plan.record;
+    return { ...plan.record, ...created };
   }
 
   private async currentRecord(ctx: InfraContext): Promise<CnfRecord | undefined> {
@@ -331,6 +389,139 @@ export class KubernetesDriver implements InfraDriver {
       ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, object: describe(o.ref) }, 'kubernetes object already exists with our label; adopted');
       return;
     }
+  }
+
+  /**
+   * Makes sure the CNF's namespace exists before anything is created in it. A namespace that does
+   * not exist (and that no manifest of the CNF creates) is created, labelled
+   * `vnfm.io/created-for=<instance id>`, unless `vim.kubernetesCreateNamespace` is off. The label is
+   * the proof of ownership: a resumed operation that finds the namespace with our label knows it
+   * created it (crash between the create and the checkpoint); one without it is somebody else's
+   * and is never deleted by the VNFM. Checkpointed once done.
+   */
+  private async ensureNamespace(ctx: InfraContext, client: KubeClient, plan: CnfPlan, s: DriverState): Promise<void> {
+    if (s.namespaceReady) return;
+    const ns = plan.record.namespace;
+    const ref: ObjectRef = { apiVersion: 'v1', kind: 'Namespace', name: ns };
+    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, namespace: ns };
+    const inManifests = plan.objects.some((o) => o.ref.kind === 'Namespace' && o.ref.name === ns);
+    for (let round = 0; !inManifests; round++) {
+      let live: KubeObject | undefined;
+      try {
+        live = await client.get(ref);
+      } catch (e) {
+        // Reading Namespaces may be forbidden to the VIM's account: deploy, and let the API say.
+        if (!KubeApiError.isStatus(e, 403)) throw e;
+        ctx.log.warn(log, 'namespace cannot be read (forbidden); assuming it exists');
+        break;
+      }
+      if (live !== undefined && isTerminating(live)) {
+        // A namespace being deleted accepts no new content: wait until it is gone, then create it.
+        ctx.log.info(log, 'namespace is being deleted; waiting until it is gone');
+        await this.waitNamespaceGone(ctx, client, ns, live.metadata.uid ?? '');
+        continue;
+      }
+      if (live !== undefined) {
+        if (live.metadata.labels?.[CREATED_FOR_LABEL] === ctx.instance.id) {
+          (s.cnf as CnfRecord).namespaceCreated = true;
+          plan.record.namespaceCreated = true;
+        }
+        break;
+      }
+      if (!ctx.config.vim.kubernetesCreateNamespace) {
+        throw vnfmError('VNFM_ERR_VIM_FAILED', `namespace ${ns} does not exist (and vim.kubernetesCreateNamespace is off, so the VNFM does not create it); create it or deploy into another namespace`);
+      }
+      if (round >= 3) throw vnfmError('VNFM_ERR_VIM_FAILED', `namespace ${ns} could not be created: it keeps appearing and disappearing`);
+      try {
+        await client.create({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns, labels: { [CREATED_FOR_LABEL]: ctx.instance.id } } });
+        ctx.log.info(log, 'namespace did not exist; created for the VNF instance');
+      } catch (e) {
+        if (!KubeApiError.isStatus(e, 409)) throw e;
+      }
+      // Read it back: ours (label) or created by somebody else meanwhile.
+    }
+    s.namespaceReady = true;
+    await ctx.checkpoint();
+  }
+
+  /**
+   * Terminate / rollback, after the CNF's objects are gone: deletes the namespace when the VNFM
+   * created it for this instance (its `vnfm.io/created-for` label names the instance) and nothing
+   * else lives in it; otherwise leaves it, saying why. Waits until it is gone. Idempotent (a
+   * namespace already gone is fine) and checkpointed once done.
+   */
+  private async releaseNamespace(ctx: InfraContext, client: KubeClient, cnf: CnfRecord, what: string): Promise<void> {
+    const s = driverState(ctx);
+    if (s.namespaceReleased) return;
+    const ns = cnf.namespace;
+    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, namespace: ns };
+    let live: KubeObject | undefined;
+    try {
+      live = await client.get({ apiVersion: 'v1', kind: 'Namespace', name: ns });
+    } catch (e) {
+      if (!KubeApiError.isStatus(e, 403)) throw e;
+      if (cnf.namespaceCreated) ctx.log.warn(log, `${what}: namespace created for the instance is kept: it cannot be read (forbidden)`);
+    }
+    if (live !== undefined && live.metadata.labels?.[CREATED_FOR_LABEL] === ctx.instance.id) {
+      const others = await this.otherContent(ctx, client, ns);
+      if (others.length > 0) {
+        ctx.log.info({ ...log, objects: others.slice(0, 10), count: others.length }, `${what}: namespace created for the instance is kept: other objects live in it`);
+      } else {
+        if (!isTerminating(live)) {
+          await client.delete({ apiVersion: 'v1', kind: 'Namespace', name: ns }, live.metadata.uid ? { uid: live.metadata.uid } : {}).catch((e: unknown) => {
+            if (!KubeApiError.isStatus(e, 409)) throw e;
+          });
+          ctx.log.info(log, `${what}: namespace created for the instance deleted`);
+        }
+        await this.waitNamespaceGone(ctx, client, ns, live.metadata.uid ?? '');
+      }
+    } else if (live !== undefined && cnf.namespaceCreated) {
+      ctx.log.warn(log, `${what}: namespace is kept: it no longer carries the ${CREATED_FOR_LABEL} label of the instance`);
+    }
+    s.namespaceReleased = true;
+    await ctx.checkpoint();
+  }
+
+  /**
+   * What lives in a namespace besides the instance's own objects on their way out and what
+   * Kubernetes puts in every namespace: `Kind/name` of each. PersistentVolumeClaims of the
+   * instance that terminate kept (`deletePvcs: false`) count: deleting the namespace would delete
+   * them.
+   */
+  private async otherContent(ctx: InfraContext, client: KubeClient, ns: string): Promise<string[]> {
+    const out: string[] = [];
+    for (const { apiVersion, kind } of NAMESPACE_CONTENT_KINDS) {
+      let items: KubeObject[];
+      try {
+        items = (await client.list(apiVersion, kind, ns)).items;
+      } catch (e) {
+        // A kind the cluster does not serve (404) holds nothing; one we may not list (403) might.
+        if (KubeApiError.isStatus(e, 404)) continue;
+        if (KubeApiError.isStatus(e, 403)) {
+          out.push(`${kind}/* (cannot be listed)`);
+          continue;
+        }
+        throw e;
+      }
+      for (const o of items) {
+        if (isNamespaceFurniture({ ...o, kind })) continue;
+        if (ownedBy(o, ctx.instance.id) && (kind !== 'PersistentVolumeClaim' || isTerminating(o))) continue;
+        out.push(`${kind}/${o.metadata.name ?? ''}`);
+      }
+    }
+    return out;
+  }
+
+  private waitNamespaceGone(ctx: InfraContext, client: KubeClient, ns: string, uid: string): Promise<void> {
+    return watchUntil(
+      client,
+      [{ apiVersion: 'v1', kind: 'Namespace', namespace: '' }],
+      ([objs = []]) => {
+        const o = objs.find((x) => x.metadata.name === ns);
+        return o === undefined || (uid !== '' && o.metadata.uid !== uid) ? { done: true } : { done: false, progress: `namespace ${ns} is still being deleted` };
+      },
+      { timeoutMs: this.waitMs(ctx), what: `VNF ${ctx.instance.id}: deletion of namespace ${ns}`, log: ctx.log },
+    );
   }
 
   private waitObjectGone(ctx: InfraContext, client: KubeClient, ref: ObjectRef, uid: string): Promise<void> {
@@ -434,12 +625,14 @@ export class KubernetesDriver implements InfraDriver {
     let plan: CnfPlan;
     if (s.cnf === undefined) {
       plan = await this.planFromRequest(ctx, req);
-      s.cnf = plan.record;
+      s.cnf = structuredClone(plan.record);
       s.created = [];
       await ctx.checkpoint();
     } else {
       plan = await this.planFor(ctx, s.cnf.defFiles, s.cnf.namespace, ctx.targetVduCounts);
     }
+    if (s.cnf?.namespaceCreated) plan.record.namespaceCreated = true;
+    await this.ensureNamespace(ctx, client, plan, s);
     ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, namespace: plan.record.namespace, objects: plan.objects.length }, 'creating kubernetes objects');
     await this.createAll(ctx, client, plan, s);
     const workloads = vduWorkloads(plan.record);
@@ -466,7 +659,10 @@ export class KubernetesDriver implements InfraDriver {
     const grace = graceful ? optGrace(req.gracefulTerminationTimeout) : 0;
     const addl = isObj(req.additionalParams) ? req.additionalParams : {};
     const deletePvcs = addl.deletePvcs !== false;
-    await this.deleteCnf(ctx, this.client(ctx), cnf, { gracePeriodSeconds: grace, keepStorage: !deletePvcs, what: 'terminate' });
+    const client = this.client(ctx);
+    const s = driverState(ctx);
+    if (!s.namespaceReleased) await this.deleteCnf(ctx, client, cnf, { gracePeriodSeconds: grace, keepStorage: !deletePvcs, what: 'terminate' });
+    await this.releaseNamespace(ctx, client, cnf, 'terminate');
   }
 
   async scale(ctx: InfraContext, plan: ScalePlan): Promise<void> {
@@ -486,9 +682,18 @@ export class KubernetesDriver implements InfraDriver {
     const workloads = vduWorkloads(cnf);
     const client = this.client(ctx);
     const expectations: VduExpectation[] = [];
-    for (const vduId of Object.keys(aspect.vduDeltas)) {
+    const vduIds = Object.keys(aspect.vduDeltas);
+    const deployed = vduIds.filter((v) => workloads.some((x) => x.vduId === v));
+    if (deployed.length === 0) {
+      throw vnfmError('VNFM_ERR_VIM_FAILED', `aspect ${aspectId} scales VDU ${vduIds.join(', ')}, none of which is deployed (not in lcm-kubernetes-def-files ${cnf.defFiles.join(', ')})`);
+    }
+    for (const vduId of vduIds) {
       const w = workloads.find((x) => x.vduId === vduId);
-      if (w === undefined) throw vnfmError('VNFM_ERR_VIM_FAILED', `VDU ${vduId} of aspect ${aspectId} has no workload in the CNF`);
+      if (w === undefined) {
+        // Subset instantiate: this VDU's workload was not deployed, so it has no pods to scale.
+        ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, vduId, aspectId }, `${what}: VDU is not deployed; skipped`);
+        continue;
+      }
       const n = counts[vduId];
       if (n === undefined) continue;
       if (!SCALABLE_KINDS.includes(w.kind)) {
@@ -723,7 +928,7 @@ export class KubernetesDriver implements InfraDriver {
       ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id }, 'heal: creating the whole CNF again');
       // Kept PVCs / Namespaces still exist with our label: createAll adopts them.
       await this.createAll(ctx, client, planned, s);
-      s.cnf = planned.record;
+      s.cnf = withNamespaceOf(planned.record, cnf);
       e.phase = 'wait';
       await ctx.checkpoint();
     }
@@ -752,7 +957,9 @@ export class KubernetesDriver implements InfraDriver {
         return;
       }
     }
-    await this.deleteCnf(ctx, this.client(ctx), cnf, { gracePeriodSeconds: 0, keepStorage: false, what: 'instantiate rollback' });
+    const client = this.client(ctx);
+    if (!driverState(ctx).namespaceReleased) await this.deleteCnf(ctx, client, cnf, { gracePeriodSeconds: 0, keepStorage: false, what: 'instantiate rollback' });
+    await this.releaseNamespace(ctx, client, cnf, 'instantiate rollback');
   }
 
   /**
@@ -783,6 +990,28 @@ export class KubernetesDriver implements InfraDriver {
       if (o !== undefined && !isTerminating(o)) return;
     }
     throw missing(`none of the ${workloads.length} workloads of the CNF (${workloads.map((w) => `${w.kind}/${w.name}`).join(', ')}) exists in namespace ${ns}`);
+  }
+
+  /**
+   * The VDUs the CNF consists of: for an INSTANTIATE, those whose workload is in the request's
+   * `lcm-kubernetes-def-files` (Tacker's subset instantiate; none at all is `VNFM_ERR_INST_INVALID`,
+   * as is a VDU without workload when the request names no files); later, those of the instance's
+   * record. undefined when unknown (no record).
+   */
+  async deployedVdus(args: DeploymentArgs): Promise<string[] | undefined> {
+    const { command, vnfd, flavour } = args;
+    if (command.operation === 'INSTANTIATE') {
+      const addl = command.additionalParams ?? {};
+      const defFiles = resolveDefFiles(vnfd, addl);
+      const objects = loadManifests(await args.files(), defFiles);
+      resolveNamespace(objects, addl.namespace);
+      return checkDeployedVdus(objects, flavour, defFiles, hasDefFiles(addl));
+    }
+    const md = args.instance.instantiatedVnfInfo?.metadata;
+    const resources = isObj(md) ? md.kubernetesResources : undefined;
+    if (!Array.isArray(resources) || !resources.every(isResourceRecord)) return undefined;
+    const ids = new Set((resources as ResourceRecord[]).map((r) => r.vduId).filter((v): v is string => v !== undefined));
+    return Object.keys(flavour.vdus).filter((v) => ids.has(v));
   }
 
   async observe(ctx: InfraContext): Promise<ObservedResources> {

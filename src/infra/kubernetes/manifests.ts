@@ -23,6 +23,8 @@ import type { KubeObject, ObjectRef } from './kube-client.ts';
 export const INSTANCE_LABEL = 'vnfm.io/vnf-instance-id';
 /** Label carried by the VDU workloads and their pods: the VDU id. */
 export const VDU_LABEL = 'vnfm.io/vdu-id';
+/** Label of a Namespace the VNFM created for an instance (it did not exist): the instance id. */
+export const CREATED_FOR_LABEL = 'vnfm.io/created-for';
 
 /** Workload kinds that can be a VDU (what Tacker accepts). */
 export const WORKLOAD_KINDS = ['Pod', 'Deployment', 'ReplicaSet', 'DaemonSet', 'StatefulSet'] as const;
@@ -105,6 +107,11 @@ export interface CnfRecord {
   defFiles: string[];
   /** Every object of the CNF, in creation order. */
   resources: ResourceRecord[];
+  /**
+   * The namespace did not exist and the VNFM created it for this instance (labelled
+   * {@link CREATED_FOR_LABEL}); terminate deletes it when nothing else lives in it.
+   */
+  namespaceCreated?: boolean;
 }
 
 /** One object of a deployed CNF. */
@@ -228,10 +235,50 @@ export function instanceSelector(instanceId: string): string {
 }
 
 /**
+ * The VDUs of the flavour the manifests deploy: a VDU is the workload (Pod, Deployment,
+ * ReplicaSet, DaemonSet, StatefulSet) whose `metadata.name` equals the VDU's `properties.name`.
+ * `deployed` is in flavour order; `missing` are the VDUs no workload of the manifests is named
+ * like.
+ */
+export function vdusOfManifests(objects: readonly KubeObject[], flavour: FlavourModel): { deployed: string[]; missing: string[] } {
+  const names = new Set(objects.filter((o) => (WORKLOAD_KINDS as readonly string[]).includes(o.kind)).map((o) => o.metadata.name as string));
+  const deployed: string[] = [];
+  const missing: string[] = [];
+  for (const vdu of Object.values(flavour.vdus)) (names.has(vdu.name) ? deployed : missing).push(vdu.vduId);
+  return { deployed, missing };
+}
+
+/**
+ * Checks which VDUs an instantiate deploys (Tacker's subset instantiate): when the request names
+ * its `lcm-kubernetes-def-files` (`explicit`), the VDUs whose workload is not in those files are
+ * simply not deployed, but at least one must be; when it names none (every manifest of the
+ * package), every VDU of the flavour must have its workload. Throws `VNFM_ERR_INST_INVALID`
+ * naming the files and the VDUs; returns the deployed VDUs (flavour order).
+ */
+export function checkDeployedVdus(objects: readonly KubeObject[], flavour: FlavourModel, defFiles: readonly string[], explicit: boolean): string[] {
+  const { deployed, missing } = vdusOfManifests(objects, flavour);
+  const what = (ids: readonly string[]) => ids.map((id) => `${id} (name '${flavour.vdus[id]?.name ?? id}')`).join(', ');
+  if (deployed.length === 0) {
+    throw vnfmError(
+      'VNFM_ERR_INST_INVALID',
+      `none of the lcm-kubernetes-def-files (${defFiles.join(', ')}) has a Pod, Deployment, ReplicaSet, DaemonSet or StatefulSet named like a VDU of flavour ${flavour.flavourId}: ${what(missing)}; a VDU's properties.name must equal its workload's metadata.name`,
+    );
+  }
+  if (!explicit && missing.length > 0) {
+    throw vnfmError(
+      'VNFM_ERR_INST_INVALID',
+      `no Pod, Deployment, ReplicaSet, DaemonSet or StatefulSet in ${defFiles.join(', ')} is named like VDU ${what(missing)}; a VDU's properties.name must equal its workload's metadata.name`,
+    );
+  }
+  return deployed;
+}
+
+/**
  * Builds the plan: namespaced, labelled, VDU-mapped, replicas set from `vduCounts` for scalable
- * VDU kinds, sorted in creation order. A VDU is the workload (Pod, Deployment, ReplicaSet,
- * DaemonSet, StatefulSet) whose `metadata.name` equals the VDU's `properties.name`; a VDU of the
- * flavour without such a workload is refused (`VNFM_ERR_INST_INVALID`), as are duplicate objects.
+ * VDU kinds, sorted in creation order. A VDU is the workload whose `metadata.name` equals the
+ * VDU's `properties.name` (see {@link vdusOfManifests}); VDUs of the flavour without such a
+ * workload are not part of the CNF (subset instantiate, see {@link checkDeployedVdus}), but at
+ * least one VDU must be (`VNFM_ERR_INST_INVALID`), and duplicate objects are refused.
  */
 export function buildPlan(args: {
   objects: readonly KubeObject[];
@@ -240,6 +287,8 @@ export function buildPlan(args: {
   instanceId: string;
   flavour: FlavourModel;
   vduCounts: Readonly<Record<string, number>>;
+  /** Whether VDUs without a workload in `defFiles` are allowed (not deployed). @default true */
+  subset?: boolean;
 }): CnfPlan {
   const { namespace, instanceId, flavour } = args;
   if (!isLabelValue(instanceId)) throw vnfmError('VNFM_ERR_INST_INVALID', `VNF instance id '${instanceId}' cannot be used as a Kubernetes label value`);
@@ -284,14 +333,7 @@ export function buildPlan(args: {
     const order = KIND_ORDER.indexOf(body.kind);
     planned.push({ ref, ...(vduId === undefined ? {} : { vduId }), body, order: order < 0 ? KIND_ORDER.length : order, pos });
   });
-  const missing = Object.values(flavour.vdus).filter((v) => !found.has(v.vduId));
-  if (missing.length > 0) {
-    const what = missing.map((v) => `${v.vduId} (name '${v.name}')`).join(', ');
-    throw vnfmError(
-      'VNFM_ERR_INST_INVALID',
-      `no Pod, Deployment, ReplicaSet, DaemonSet or StatefulSet in ${args.defFiles.join(', ')} is named like VDU ${what}; a VDU's properties.name must equal its workload's metadata.name`,
-    );
-  }
+  checkDeployedVdus(args.objects, flavour, args.defFiles, args.subset ?? true);
   planned.sort((a, b) => a.order - b.order || a.pos - b.pos);
   const objects: PlannedObject[] = planned.map(({ ref, vduId, body }) => ({ ref, ...(vduId === undefined ? {} : { vduId }), body }));
   const resources: ResourceRecord[] = objects.map((o) => {

@@ -105,6 +105,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   const queue = new WorkQueue((key, err) => log(`controller error in ${key}: ${(err as Error)?.stack ?? String(err)}`));
   const events = new EventRecorder(api);
   const ctx: ControllerContext = { api, store, queue, events, settings: { kubeletDelayMs: Math.max(0, opts.kubeletDelayMs ?? 100) }, log };
+  const cert = createSelfSignedCert([host]);
 
   new GarbageCollector(ctx);
   new Scheduler(ctx);
@@ -113,7 +114,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   new DeploymentController(ctx);
   new StatefulSetController(ctx);
   new DaemonSetController(ctx);
-  new NamespaceController(ctx);
+  new NamespaceController(ctx, cert.certPem);
   new EndpointsController(ctx);
   new StorageController(ctx);
   const nodes = new NodeController(ctx);
@@ -135,7 +136,6 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   });
   server = new ApiServer({ api, store, faults, token, log, simControl, serverAddress: () => address });
   const apiServer = server;
-  const cert = createSelfSignedCert([host]);
   const httpServer = createHttpServer(apiServer.handle);
   const httpsServer = createHttpsServer({ key: cert.keyPem, cert: cert.certPem }, apiServer.handle);
   for (const srv of [httpServer, httpsServer]) srv.keepAliveTimeout = 65_000;

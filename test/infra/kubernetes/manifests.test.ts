@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, test } from 'node:test';
 import { isVnfmError } from '../../../src/errors.ts';
-import { buildPlan, INSTANCE_LABEL, loadManifests, resolveDefFiles, resolveNamespace, VDU_LABEL } from '../../../src/infra/kubernetes/manifests.ts';
+import { buildPlan, checkDeployedVdus, INSTANCE_LABEL, loadManifests, resolveDefFiles, resolveNamespace, VDU_LABEL, vdusOfManifests } from '../../../src/infra/kubernetes/manifests.ts';
 import { buildCsarFromDir, readCsar } from '../../../src/packages/csar-reader.ts';
 import type { FlavourModel, VnfPackageModel } from '../../../src/packages/vnfd-model.ts';
 import { parseVnfPackage } from '../../../src/packages/vnfd-parser.ts';
@@ -81,10 +81,10 @@ describe('kubernetes manifests', () => {
     assert.deepEqual(JSON.parse(JSON.stringify(plan.record)), plan.record, 'the record is plain JSON');
   });
 
-  test('plan: a VDU without a workload of its name, or two objects with one name, are refused', () => {
+  test('plan: a VDU without a workload of its name (all files), or two objects with one name, are refused', () => {
     const only = ['Files/kubernetes/pod.yaml'];
     assert.throws(
-      () => buildPlan({ objects: loadManifests(files, only), defFiles: only, namespace: 'n', instanceId: ID, flavour, vduCounts: {} }),
+      () => buildPlan({ objects: loadManifests(files, only), defFiles: only, namespace: 'n', instanceId: ID, flavour, vduCounts: {}, subset: false }),
       (e: unknown) => isVnfmError(e, 'VNFM_ERR_INST_INVALID') && /VDU2 \(name 'web-rs'\)/.test(e.message),
     );
     const all = resolveDefFiles(vnfd, {});
@@ -93,5 +93,24 @@ describe('kubernetes manifests', () => {
       () => buildPlan({ objects: [...objs, objs[0] as (typeof objs)[number]], defFiles: all, namespace: 'n', instanceId: ID, flavour, vduCounts: {} }),
       (e: unknown) => isVnfmError(e, 'VNFM_ERR_INST_INVALID') && /twice/.test(e.message),
     );
+  });
+
+  test('subset: files naming some VDUs deploy only those; none at all is refused naming the files and the VDUs', () => {
+    const some = ['Files/kubernetes/deployment.yaml', 'Files/kubernetes/statefulset.yaml'];
+    const objects = loadManifests(files, some);
+    assert.deepEqual(vdusOfManifests(objects, flavour), { deployed: ['VDU3', 'VDU5'], missing: ['VDU1', 'VDU2', 'VDU4'] });
+    assert.deepEqual(checkDeployedVdus(objects, flavour, some, true), ['VDU3', 'VDU5']);
+    const plan = buildPlan({ objects, defFiles: some, namespace: 'n', instanceId: ID, flavour, vduCounts: { VDU3: 3, VDU5: 1 } });
+    assert.deepEqual(plan.objects.filter((o) => o.vduId !== undefined).map((o) => [o.vduId, o.body.spec?.replicas]), [['VDU3', 3], ['VDU5', 1]]);
+    assert.deepEqual(plan.record.defFiles, some);
+    // Not named by the request (every manifest of the package): every VDU needs its workload.
+    assert.throws(() => checkDeployedVdus(objects, flavour, some, false), (e: unknown) => isVnfmError(e, 'VNFM_ERR_INST_INVALID') && /VDU1 \(name 'web-pod'\)/.test(e.message));
+    // Nothing of the flavour: refused, naming the files and every VDU.
+    const cm = [{ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web-deploy' } }, { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'other' } }];
+    assert.throws(
+      () => checkDeployedVdus(cm, flavour, ['Files/kubernetes/extras.yaml'], true),
+      (e: unknown) => isVnfmError(e, 'VNFM_ERR_INST_INVALID') && /Files\/kubernetes\/extras\.yaml/.test(e.message) && ['VDU1', 'VDU2', 'VDU3', 'VDU4', 'VDU5'].every((v) => e.message.includes(v)),
+    );
+    assert.throws(() => buildPlan({ objects: cm, defFiles: ['x.yaml'], namespace: 'n', instanceId: ID, flavour, vduCounts: {} }), (e: unknown) => isVnfmError(e, 'VNFM_ERR_INST_INVALID'));
   });
 });

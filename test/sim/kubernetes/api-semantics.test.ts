@@ -187,6 +187,36 @@ describe('simulated Kubernetes API semantics', () => {
     assert.equal((await simFetch(sim, 'PATCH', '/api/v1/namespaces/default/configmaps/a', '{}', { contentType: 'text/plain' })).status, 415);
   });
 
+  it('namespaces: 404 for content of a missing one, default content, Terminating then gone with everything in it', async () => {
+    const missing = await simFetch(sim, 'POST', '/api/v1/namespaces/ns-life/pods', pod('early'));
+    assert.equal(missing.status, 404);
+    assert.equal(missing.body.message, 'namespaces "ns-life" not found');
+    const created = await simFetch(sim, 'POST', '/api/v1/namespaces', { metadata: { name: 'ns-life', labels: { owner: 'me' } } });
+    assert.equal(created.status, 201);
+    assert.equal(created.body.status.phase, 'Active');
+    assert.equal(created.body.metadata.labels.owner, 'me');
+    assert.equal((await get('/api/v1/namespaces?labelSelector=owner%3Dme')).body.items.length, 1);
+    // What a real cluster puts in every namespace.
+    await waitFor('default ServiceAccount', async () => (await get('/api/v1/namespaces/ns-life/serviceaccounts/default')).status === 200);
+    const ca = await waitFor('kube-root-ca.crt', async () => {
+      const r = await get('/api/v1/namespaces/ns-life/configmaps/kube-root-ca.crt');
+      return r.status === 200 ? r.body : undefined;
+    });
+    assert.match(ca.data['ca.crt'], /BEGIN CERTIFICATE/);
+    assert.equal((await simFetch(sim, 'POST', '/api/v1/namespaces/ns-life/pods', pod('p1'))).status, 201);
+    assert.equal((await simFetch(sim, 'POST', '/api/v1/namespaces/ns-life/configmaps', { metadata: { name: 'cfg' } })).status, 201);
+
+    const del = await simFetch(sim, 'DELETE', '/api/v1/namespaces/ns-life');
+    assert.equal(del.status, 200);
+    assert.equal(del.body.status.phase, 'Terminating');
+    const refused = await simFetch(sim, 'POST', '/api/v1/namespaces/ns-life/configmaps', { metadata: { name: 'late' } });
+    assert.equal(refused.status, 403);
+    await waitFor('namespace gone', async () => (await get('/api/v1/namespaces/ns-life')).status === 404, 10_000);
+    assert.deepEqual((await get('/api/v1/namespaces/ns-life/pods')).body.items, []);
+    assert.deepEqual((await get('/api/v1/namespaces/ns-life/configmaps')).body.items, []);
+    assert.equal((await simFetch(sim, 'DELETE', '/api/v1/namespaces/ns-life')).status, 404);
+  });
+
   it('applies strategic merge, merge and JSON patches', async () => {
     const body = {
       metadata: { name: 'sm' },

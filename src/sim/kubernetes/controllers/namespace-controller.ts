@@ -1,18 +1,23 @@
 /**
- * The simulated namespace controller: every namespace gets its `default` ServiceAccount, and a
- * deleted namespace (phase Terminating) has all its content deleted before it disappears, as
- * `kubectl delete namespace` expects.
+ * The simulated namespace controller: every namespace gets its `default` ServiceAccount and the
+ * `kube-root-ca.crt` ConfigMap (the cluster CA, as the root CA cert publisher of a real cluster
+ * puts in every namespace), and a deleted namespace (phase Terminating) has all its content
+ * deleted before it disappears, as `kubectl delete namespace` expects.
  */
 import { RESOURCES, R } from '../resource-registry.ts';
 import type { ControllerContext } from './context.ts';
 
 /** Namespace lifecycle. */
 export class NamespaceController {
-  constructor(private readonly ctx: ControllerContext) {
+  constructor(
+    private readonly ctx: ControllerContext,
+    private readonly caCertPem = '',
+  ) {
     ctx.store.subscribe((ev) => {
       if (ev.def === R.namespaces) {
         const name = ev.obj.metadata.name as string;
         if (ev.type === 'ADDED') ctx.queue.add(`ns-sa:${name}`, () => this.defaultServiceAccount(name));
+        if (ev.type === 'ADDED') ctx.queue.add(`ns-ca:${name}`, () => this.rootCaConfigMap(name));
         if (ev.type !== 'DELETED' && ev.obj.metadata.deletionTimestamp) ctx.queue.add(`ns-del:${name}`, () => this.drain(name));
         return;
       }
@@ -30,6 +35,17 @@ export class NamespaceController {
     if (!n || n.metadata.deletionTimestamp || store.get(R.serviceaccounts, ns, 'default')) return;
     try {
       api.create(R.serviceaccounts, ns, { apiVersion: 'v1', kind: 'ServiceAccount', metadata: { name: 'default', namespace: ns } });
+    } catch {
+      // raced with a client
+    }
+  }
+
+  private rootCaConfigMap(ns: string): void {
+    const { store, api } = this.ctx;
+    const n = store.get(R.namespaces, '', ns);
+    if (!n || n.metadata.deletionTimestamp || store.get(R.configmaps, ns, 'kube-root-ca.crt')) return;
+    try {
+      api.create(R.configmaps, ns, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'kube-root-ca.crt', namespace: ns }, data: { 'ca.crt': this.caCertPem } });
     } catch {
       // raced with a client
     }
