@@ -728,16 +728,18 @@ export class OpenStackDriver implements InfraDriver {
   }
 
   /**
-   * MAC and fixed IPs of the CP ports, from ONE detailed listing of just those rows (`with_detail`
-   * and a `name` filter with the VduCp names, so Heat resolves the attributes of the ports only).
+   * MAC and fixed IPs of the CP ports, from ONE detailed listing of just the ports (`with_detail`
+   * and a `type` filter, so Heat resolves the attributes of the ports only). Not a `name` filter:
+   * Heat descends only into resources a column filter selected, so it would miss every port in a
+   * nested stack (a scaling group's members).
    * Best effort: without it the addresses come from Nova alone.
    */
   private async portFacts(ctx: InfraContext, s: VimSession, ref: HeatStackRef): Promise<Map<string, PortFacts> | undefined> {
     try {
-      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, withDetail: true, filters: { name: Object.keys(ctx.flavour.cps).sort() }, signal: ctx.signal });
+      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, withDetail: true, filters: { type: HEAT_TYPES.port }, signal: ctx.signal });
       const out = new Map<string, PortFacts>();
       for (const r of rows) {
-        if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id) continue;
+        if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id || !Object.hasOwn(ctx.flavour.cps, r.resource_name)) continue;
         const f = portFactsOf(r);
         if (f !== undefined) out.set(r.physical_resource_id, f);
       }

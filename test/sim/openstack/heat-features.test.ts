@@ -188,6 +188,13 @@ describe('OpenStack sim: Heat features', () => {
     assert.equal(stack.stack_status, 'CREATE_COMPLETE', stack.stack_status_reason);
     const rows = async (depth: number): Promise<Row[]> => (await call('GET', `${url}/resources?nested_depth=${depth}`, s.token)).body.resources;
     let all = await rows(2);
+    // As Heat: a name filter selects per stack and descends only into what it selected; type filters the whole listing.
+    const named: Row[] = (await call('GET', `${url}/resources?nested_depth=2&name=VDU&name=VDU3_group`, s.token)).body.resources;
+    assert.deepEqual(named.map((x) => x.resource_name), ['VDU3_group'], 'no nested VDU under a parent the filter did not select');
+    const vduType = all.find((x) => x.resource_name === 'VDU' && x.parent_resource === '0')?.resource_type as string;
+    const typed: Row[] = (await call('GET', `${url}/resources?nested_depth=2&type=${encodeURIComponent(vduType)}`, s.token)).body.resources;
+    assert.deepEqual(typed.map((x) => x.physical_resource_id).sort(), all.filter((x) => x.resource_type === vduType).map((x) => x.physical_resource_id).sort());
+    assert.ok(typed.some((x) => x.parent_resource === '0') && typed.some((x) => x.parent_resource === '1'), 'resources of nested stacks are listed');
     const rg = all.filter((x) => x.parent_resource === 'VDU3_group');
     assert.deepEqual(rg.map((x) => x.resource_name).sort(), ['0', '1']);
     assert.ok(rg.every((x) => x.resource_type === 'vdu.yaml'));

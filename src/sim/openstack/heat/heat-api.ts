@@ -403,8 +403,10 @@ export class HeatApi {
     const statuses = req.query.getAll('status').map((x) => x.toUpperCase());
     const actions = req.query.getAll('action').map((x) => x.toUpperCase());
     const physical = req.query.getAll('physical_resource_id');
-    const match = (r: HeatResource): boolean =>
-      (types.length === 0 || types.includes(r.type)) &&
+    // As Heat does: the filters on resource columns select the resources of each stack, and only
+    // the selected ones are descended into (a `name` filter finds no nested resource under a
+    // parent of another name); `type` is applied afterwards, to the whole nested listing.
+    const selected = (r: HeatResource): boolean =>
       (names.length === 0 || names.includes(r.name)) &&
       (statuses.length === 0 || statuses.includes(r.status) || statuses.includes(`${r.action}_${r.status}`)) &&
       (actions.length === 0 || actions.includes(r.action)) &&
@@ -414,11 +416,12 @@ export class HeatApi {
     const out: Record<string, unknown>[] = [];
     const walk = (s: HeatStack, d: number): void => {
       for (const r of s.resources.values()) {
-        if (!match(r)) continue;
+        if (!selected(r) || (types.length > 0 && !types.includes(r.type))) continue;
         out.push(detail ? { ...this.resourceRow(s, r), description: '', metadata: {}, attributes: this.engine.resourceAttributes(s, r) } : this.resourceRow(s, r));
       }
       if (d === 0) return;
       for (const r of s.resources.values()) {
+        if (!selected(r)) continue;
         const child = r.nestedStackId ? this.engine.stacks.get(r.nestedStackId) : undefined;
         if (child && !child.deleted) walk(child, d - 1);
       }
