@@ -53,19 +53,21 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
     async start() {
       const log = ctx.log.child({ component: 'sim' });
       const stateDir = simStateDir(ctx.config.dataDir);
-      if (stateDir && ctx.config.simReset) {
-        rmSync(stateDir, { recursive: true, force: true });
-        log.info({ stateDir }, 'simulated cloud reset: saved state deleted');
-      }
-      const [{ startOpenStackSim }, { startServerNotifierSim }, { startKubernetesSim }] = await Promise.all([
+      const [{ startOpenStackSim, OPENSTACK_STATE_NAME }, { startServerNotifierSim, SERVER_NOTIFIER_STATE_NAME }, { startKubernetesSim, KUBERNETES_STATE_NAME }] = await Promise.all([
         import('../sim/openstack/index.ts'),
         import('../sim/server-notifier/index.ts'),
         import('../sim/kubernetes/index.ts'),
       ]);
+      if (stateDir && ctx.config.simReset) {
+        // The content goes; the cluster's serving certificate stays, so the VIMs (and the
+        // instances that copied their connection info) still trust it.
+        for (const name of [OPENSTACK_STATE_NAME, KUBERNETES_STATE_NAME, SERVER_NOTIFIER_STATE_NAME]) rmSync(join(stateDir, `${name}.json`), { force: true });
+        log.info({ stateDir }, 'simulated cloud reset: saved state deleted');
+      }
       const state = stateDir === undefined ? {} : { stateDir };
       const unusable = (e: unknown): never => {
         if (e instanceof Error && e.name === 'SimStateError') {
-          throw new SimStateUnusableError(`${e.message}; \`vnfm start --reset-sim\` starts the simulated cloud empty (deleting ${stateDir})`);
+          throw new SimStateUnusableError(`${e.message}; \`vnfm start --reset-sim\` starts the simulated cloud empty (deleting its saved state in ${stateDir})`);
         }
         throw e;
       };

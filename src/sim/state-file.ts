@@ -87,6 +87,12 @@ export function readSimState<T>(dir: string, name: string): T | undefined {
   return env.state as T;
 }
 
+/** Writes the state of simulator `name` to `<dir>/<name>.json` now (atomically). */
+export function writeSimState(dir: string, name: string, state: unknown): void {
+  const env: Envelope = { format: 'vnfm-sim-state', sim: name, version: SIM_STATE_VERSION, savedAt: new Date().toISOString(), state };
+  writeFileAtomic(simStatePath(dir, name), JSON.stringify(env));
+}
+
 /** Deletes the saved state of simulator `name` in `dir` (nothing when there is none). */
 export function removeSimState(dir: string, name: string): void {
   rmSync(simStatePath(dir, name), { force: true });
@@ -146,8 +152,7 @@ export class SimStateSaver {
     if (!this.dirty) return;
     this.dirty = false;
     try {
-      const env: Envelope = { format: 'vnfm-sim-state', sim: this.opts.name, version: SIM_STATE_VERSION, savedAt: new Date().toISOString(), state: this.opts.snapshot() };
-      writeFileAtomic(this.path, JSON.stringify(env));
+      writeSimState(this.opts.dir, this.opts.name, this.opts.snapshot());
       this.writes += 1;
     } catch (e) {
       this.dirty = true;

@@ -10,7 +10,7 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { stringify as toYaml } from 'yaml';
-import { readSimState, SimStateSaver } from '../state-file.ts';
+import { readSimState, SimStateSaver, writeSimState } from '../state-file.ts';
 import type { AllocatorSnapshot } from './allocator.ts';
 import { ApiServer } from './api-server.ts';
 import { ClusterApi } from './cluster-api.ts';
@@ -36,6 +36,12 @@ import { createSelfSignedCert, type SelfSignedCert } from './tls-cert.ts';
 
 /** Name of the state file (`<stateDir>/kubernetes.json`). */
 export const KUBERNETES_STATE_NAME = 'kubernetes';
+/**
+ * Name of the file of the serving certificate (`<stateDir>/kubernetes-tls.json`), apart from the
+ * state: a cluster emptied by deleting its state keeps its identity, so kubeconfigs and VIM
+ * registrations that trust its certificate stay valid.
+ */
+export const KUBERNETES_TLS_NAME = 'kubernetes-tls';
 
 /** Saved state of the simulated cluster. */
 export interface KubernetesSnapshot {
@@ -45,9 +51,10 @@ export interface KubernetesSnapshot {
   allocator: AllocatorSnapshot;
   /** Next pod IP per node. */
   kubelet: Record<string, number>;
-  /** The serving certificate (kept so kubeconfigs and VIM registrations stay valid) and the host it was made for. */
-  tls: SelfSignedCert & { host: string };
 }
+
+/** The serving certificate as saved, with the host it was made for. */
+type SavedCert = SelfSignedCert & { host: string };
 
 /** Options of {@link startKubernetesSim}. */
 export interface KubernetesSimOptions {
@@ -171,20 +178,30 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   });
   server = new ApiServer({ api, store, faults, token, log, simControl, serverAddress: () => address });
   const apiServer = server;
-  const cert = saved?.tls && saved.tls.host === host ? saved.tls : createSelfSignedCert([host]);
+  let savedCert: SavedCert | undefined;
+  try {
+    savedCert = opts.stateDir === undefined ? undefined : readSimState<SavedCert>(opts.stateDir, KUBERNETES_TLS_NAME);
+  } catch (e) {
+    log(`${(e as Error).message}: a new certificate is made`);
+  }
+  let cert: SelfSignedCert;
+  if (savedCert && savedCert.host === host) cert = savedCert;
+  else {
+    cert = createSelfSignedCert([host]);
+    if (opts.stateDir !== undefined) writeSimState(opts.stateDir, KUBERNETES_TLS_NAME, { certPem: cert.certPem, keyPem: cert.keyPem, host } satisfies SavedCert);
+  }
   const snapshot = (): KubernetesSnapshot => ({
     store: store.snapshot(),
     allocator: api.allocator.snapshot(),
     kubelet: kubelet.snapshot(),
-    tls: { certPem: cert.certPem, keyPem: cert.keyPem, host },
   });
   const saver =
     opts.stateDir === undefined
       ? undefined
       : new SimStateSaver({ dir: opts.stateDir, name: KUBERNETES_STATE_NAME, snapshot, onError: (e) => log(`saving the state failed: ${e.message}`) });
   store.subscribe(() => saver?.markDirty());
-  // A new cluster (or a new certificate) is saved at once.
-  if (!saved || cert !== saved.tls) saver?.markDirty();
+  // A new cluster is saved at once.
+  if (!saved) saver?.markDirty();
   const httpServer = createHttpServer(apiServer.handle);
   const httpsServer = createHttpsServer({ key: cert.keyPem, cert: cert.certPem }, apiServer.handle);
   for (const srv of [httpServer, httpsServer]) srv.keepAliveTimeout = 65_000;

@@ -54,7 +54,7 @@ async function start(stateDir: string, heatDelayMs = 0): Promise<OpenStackSim> {
 }
 
 /** The same document with the base URL of `from` written as that of `to` (links carry the port). */
-function rebased(doc: unknown, from: OpenStackSim, to: OpenStackSim): unknown {
+function rebased(doc: unknown, from: OpenStackSim, to: OpenStackSim): Doc {
   return JSON.parse(JSON.stringify(doc).split(from.url).join(to.url));
 }
 
@@ -114,15 +114,15 @@ describe('OpenStack sim: state saved in stateDir and restored', () => {
     const s2: Session = { ...s, heat: s.heat.replace(a.url, b.url), nova: s.nova.replace(a.url, b.url) };
     const t = await call('GET', `${b.authUrl}/auth/tokens`, s.token, undefined, { 'X-Subject-Token': s.token });
     assert.equal(t.status, 200, 'the token issued before the restart is still valid');
-    const after = await view(s2, stackUrl.replace(a.url, b.url));
-    assert.deepEqual(after, rebased(before, a, b), 'every answer is the same (but for the port in links)');
+    const restored: Doc = await view(s2, stackUrl.replace(a.url, b.url));
+    assert.deepEqual(restored, rebased(before, a, b), 'every answer is the same (but for the port in links)');
     assert.deepEqual((await call('GET', goneUrl.replace(a.url, b.url), s.token)).body, rebased(goneBefore, a, b));
-    const failed = (after.servers.servers as Doc[]).find((x) => x.id === vdu);
+    const failed = (restored.servers.servers as Doc[]).find((x) => x.id === vdu);
     assert.equal(failed.status, 'ERROR', 'the injected fault survived');
 
     // The restored stack heals like any other: mark the failed server and a group member unhealthy, PATCH.
-    const member = (after.nestedResources.resources as Doc[])[0];
-    const nestedUrl = `${s2.heat}/stacks/${after.nested.stack.stack_name}/${after.nested.stack.id}`;
+    const member = (restored.nestedResources.resources as Doc[])[0];
+    const nestedUrl = `${s2.heat}/stacks/${restored.nested.stack.stack_name}/${restored.nested.stack.id}`;
     assert.equal((await call('PATCH', `${nestedUrl}/resources/${member.resource_name}`, s.token, { mark_unhealthy: true, resource_status_reason: 'heal' })).status, 200);
     assert.equal((await call('PATCH', `${stackUrl.replace(a.url, b.url)}/resources/vdu`, s.token, { mark_unhealthy: true, resource_status_reason: 'heal' })).status, 200);
     assert.equal((await call('PATCH', stackUrl.replace(a.url, b.url), s.token, {})).status, 202);
@@ -131,7 +131,7 @@ describe('OpenStack sim: state saved in stateDir and restored', () => {
     const newVdu = (healed.resources.resources as Doc[]).find((r) => r.resource_name === 'vdu').physical_resource_id;
     assert.notEqual(newVdu, vdu, 'the failed server was replaced');
     const members = (r: Doc) => (r.nestedResources.resources as Doc[]).map((x) => x.physical_resource_id as string).sort();
-    const kept = members(after).filter((id) => id !== member.physical_resource_id);
+    const kept = members(restored).filter((id) => id !== member.physical_resource_id);
     assert.deepEqual(members(healed).filter((id) => kept.includes(id)), kept, 'the healthy member was kept');
     assert.ok(!members(healed).includes(member.physical_resource_id), 'the marked member was replaced');
     const ids = (healed.servers.servers as Doc[]).map((x) => x.id as string);
