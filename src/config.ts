@@ -42,6 +42,11 @@ export interface VnfmConfig {
   };
   /** Start the simulated cloud (OpenStack, Kubernetes, Server Notifier) and register it as default VIMs. @default true */
   sim: boolean;
+  /**
+   * Start the simulated cloud empty: its saved state (`dataDir/sim/`) is deleted first. Otherwise
+   * the simulated cloud is restored from there, as it was when the VNFM last stopped. @default false
+   */
+  simReset: boolean;
   /** Ports of the simulated cloud (0 = any free port). */
   simPorts: {
     /** @default 9891 */
@@ -213,6 +218,7 @@ export function defaultConfig(): VnfmConfig {
     apiTokens: [],
     health: { public: true, readyTimeoutMs: 1000 },
     sim: true,
+    simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
     notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
@@ -254,6 +260,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_HEALTH_PUBLIC: ['health.public', 'boolean'],
   VNFM_HEALTH_READY_TIMEOUT_MS: ['health.readyTimeoutMs', 'number'],
   VNFM_SIM: ['sim', 'boolean'],
+  VNFM_SIM_RESET: ['simReset', 'boolean'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],

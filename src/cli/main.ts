@@ -7,6 +7,7 @@ import { Command } from 'commander';
 import { ConfigError, type ConfigInput, resolveConfig } from '../config.ts';
 import type { EngineContext } from '../lcm/engine.ts';
 import { startVnfm } from '../main/server.ts';
+import { SimStateUnusableError } from '../main/sim-cloud.ts';
 import { DataDirLockedError } from '../store/data-dir-lock.ts';
 
 const program = new Command();
@@ -23,6 +24,7 @@ program
   .option('--database-url <url>', 'PostgreSQL URL (instead of the embedded database)')
   .option('--log-level <level>', 'log level (trace, debug, info, warn, error)')
   .option('--no-sim', 'do not start the simulated cloud')
+  .option('--reset-sim', 'start the simulated cloud empty (delete its saved state in <data-dir>/sim)')
   .action(async (o: Record<string, string | boolean | undefined>) => {
     const flags: ConfigInput = {};
     if (o.host) flags.host = o.host as string;
@@ -32,6 +34,7 @@ program
     if (o.databaseUrl) flags.databaseUrl = o.databaseUrl as string;
     if (o.logLevel) flags.logLevel = o.logLevel as string;
     if (o.sim === false) flags.sim = false;
+    if (o.resetSim === true) flags.simReset = true;
     let config: ReturnType<typeof resolveConfig>;
     try {
       config = resolveConfig({ file: o.config as string | undefined, env: process.env, flags });
@@ -49,6 +52,10 @@ program
       if (e instanceof DataDirLockedError) {
         console.error(`cannot start: ${e.message}`);
         process.exit(3);
+      }
+      if (e instanceof SimStateUnusableError) {
+        console.error(`cannot start: ${e.message}`);
+        process.exit(1);
       }
       throw e;
     }

@@ -4,7 +4,14 @@
  * can instantiate and heal right away. Only this file imports `src/sim/`, and only with a dynamic
  * `import()` when the simulated cloud starts, so a VNFM run without it (`--no-sim`) loads none of
  * the simulators (scripts/check-deps.mjs enforces both).
+ *
+ * The simulated cloud keeps its state in `<dataDir>/sim/` (one JSON file per simulator, saved
+ * shortly after each change and on stop), so a restarted VNFM finds the stacks and pods its
+ * instances point at; `simReset` (`--reset-sim`) deletes that state first. A VNFM on a throwaway
+ * database (`memory://`) runs a throwaway cloud too.
  */
+import { rmSync } from 'node:fs';
+import { join } from 'node:path';
 import type { PluginHooks } from '../core/plugin.ts';
 import type { AppContext } from '../core/services.ts';
 import type { VimInput } from '../vims/vim-registry.ts';
@@ -17,6 +24,18 @@ export interface SimCloud {
   openstackUrl: string;
   kubernetesUrl: string;
   serverNotifierUrl?: string;
+  /** Where the simulated cloud's state is saved (none for a `memory://` data directory). */
+  stateDir?: string;
+  /** Whether the state was restored from `stateDir` (else the cloud started empty). */
+  restored?: boolean;
+}
+
+/** The saved state of the simulated cloud cannot be used; the message says which file and why. */
+export class SimStateUnusableError extends Error {}
+
+/** Directory of the simulated cloud's saved state, or undefined when the data directory is not on disk. */
+export function simStateDir(dataDir: string): string | undefined {
+  return dataDir.startsWith('memory://') ? undefined : join(dataDir, 'sim');
 }
 
 async function upsertVim(ctx: AppContext, input: VimInput): Promise<void> {
@@ -33,13 +52,36 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
   return {
     async start() {
       const log = ctx.log.child({ component: 'sim' });
-      const [{ startOpenStackSim }, { startServerNotifierSim }, { startKubernetesSim }] = await Promise.all([
+      const stateDir = simStateDir(ctx.config.dataDir);
+      const [{ startOpenStackSim, OPENSTACK_STATE_NAME }, { startServerNotifierSim, SERVER_NOTIFIER_STATE_NAME }, { startKubernetesSim, KUBERNETES_STATE_NAME }] = await Promise.all([
         import('../sim/openstack/index.ts'),
         import('../sim/server-notifier/index.ts'),
         import('../sim/kubernetes/index.ts'),
       ]);
-      const os = await startOpenStackSim({ port: ctx.config.simPorts.openstack, vnfmUrl: `${ctx.config.publicUrl}/`, logger: log.child({ sim: 'openstack' }, { level: 'warn' }) });
-      closers.push(() => os.close());
+      if (stateDir && ctx.config.simReset) {
+        // The content goes; the cluster's serving certificate stays, so the VIMs (and the
+        // instances that copied their connection info) still trust it.
+        for (const name of [OPENSTACK_STATE_NAME, KUBERNETES_STATE_NAME, SERVER_NOTIFIER_STATE_NAME]) rmSync(join(stateDir, `${name}.json`), { force: true });
+        log.info({ stateDir }, 'simulated cloud reset: saved state deleted');
+      }
+      const state = stateDir === undefined ? {} : { stateDir };
+      const unusable = (e: unknown): never => {
+        if (e instanceof Error && e.name === 'SimStateError') {
+          throw new SimStateUnusableError(`${e.message}; \`vnfm start --reset-sim\` starts the simulated cloud empty (deleting its saved state in ${stateDir})`);
+        }
+        throw e;
+      };
+      const started = async <T extends { close(): Promise<void> }>(p: Promise<T>): Promise<T> => {
+        try {
+          const sim = await p;
+          closers.push(() => sim.close());
+          return sim;
+        } catch (e) {
+          for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
+          return unusable(e);
+        }
+      };
+      const os = await started(startOpenStackSim({ port: ctx.config.simPorts.openstack, vnfmUrl: `${ctx.config.publicUrl}/`, logger: log.child({ sim: 'openstack' }, { level: 'warn' }), ...state }));
       const fc = ctx.config.faultNotification;
       const notificationAuth =
         fc.auth === 'bearer' && fc.credential
@@ -47,10 +89,8 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
           : fc.auth === 'basic' && fc.credential
             ? { type: 'basic' as const, username: fc.credential.split(':')[0] ?? '', password: fc.credential.split(':').slice(1).join(':') }
             : undefined;
-      const notifier = await startServerNotifierSim({ port: ctx.config.simPorts.serverNotifier, openstackUrl: os.url, keystoneUrl: os.authUrl, ...(notificationAuth ? { notificationAuth } : {}) });
-      closers.push(() => notifier.close());
-      const k8s = await startKubernetesSim({ port: ctx.config.simPorts.kubernetes, token: 'sim-kubernetes-token' });
-      closers.push(() => k8s.close());
+      const notifier = await started(startServerNotifierSim({ port: ctx.config.simPorts.serverNotifier, openstackUrl: os.url, keystoneUrl: os.authUrl, ...(notificationAuth ? { notificationAuth } : {}), ...state }));
+      const k8s = await started(startKubernetesSim({ port: ctx.config.simPorts.kubernetes, token: 'sim-kubernetes-token', ...state }));
       const c = os.credentials;
       await upsertVim(ctx, {
         name: SIM_VIM_NAMES.openstack,
@@ -68,8 +108,9 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
         auth_cred: { bearer_token: k8s.token, ssl_ca_cert: k8s.caCert },
         vim_project: { name: 'default' },
       });
-      ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url };
-      log.info({ openstack: os.authUrl, kubernetes: k8s.url, serverNotifier: notifier.url }, 'simulated cloud started');
+      const restored = os.restored || k8s.restored || notifier.restored;
+      ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url, ...(stateDir ? { stateDir, restored } : {}) };
+      log.info({ openstack: os.authUrl, kubernetes: k8s.url, serverNotifier: notifier.url, stateDir: stateDir ?? null, restored }, restored ? 'simulated cloud started (state restored)' : 'simulated cloud started');
     },
     async stop() {
       for (const c of closers.reverse()) await c().catch(() => undefined);

@@ -33,7 +33,9 @@
  *   precondition) and their controller re-creates them; a singleton Pod is deleted, waited out,
  *   and re-created from the package manifest with the same name (on whatever node the scheduler
  *   picks, not pinned to the old one). The heal ends when the old pods are gone from the API and
- *   each affected VDU has its expected number of Ready pods. Drift: when the pod a target names no
+ *   each affected VDU has its expected number of Ready pods. When the instance has no pod at all,
+ *   the namespace and workloads are checked first, as for observe: a CNF that is gone fails with
+ *   `VNFM_ERR_INFRA_STACK_MISSING`. Drift: when the pod a target names no
  *   longer exists (Kubernetes replaced it outside any operation), the target is its replacement,
  *   i.e. a pod of the same VDU that the VNFM does not know yet; a replacement that is already
  *   Ready is **accepted as healed and not deleted** (no needless restart of a healthy VNFC), one
@@ -790,6 +792,9 @@ export class KubernetesDriver implements InfraDriver {
   private async resolveHealTargets(ctx: InfraContext, client: KubeClient, cnf: CnfRecord, workloads: readonly VduWorkload[], targets: readonly VnfcResourceInfo[]): Promise<HealState> {
     const ns = cnf.namespace;
     const pods = (await client.list('v1', 'Pod', ns, { labelSelector: instanceSelector(ctx.instance.id) })).items;
+    // No pod at all: the CNF may be gone (namespace deleted, or a cluster emptied), which is
+    // VNFM_ERR_INFRA_STACK_MISSING like for observe, not a failure of one workload.
+    if (pods.length === 0) await this.requirePresent(ctx, client, cnf, workloads);
     const known = new Set((ctx.instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []).map((r) => r.computeResource.resourceId));
     const claimed = new Set<string>();
     const out: HealTargetState[] = [];

@@ -4,6 +4,16 @@
  * cluster and explicit conflicts are rejected.
  */
 
+/** Saved state of the {@link ServiceAllocator}. */
+export interface AllocatorSnapshot {
+  clusterIps: string[];
+  nodePorts: number[];
+  lbIps: string[];
+  nextIp: number;
+  nextPort: number;
+  nextLb: number;
+}
+
 /** Hands out and tracks service addresses and ports. */
 export class ServiceAllocator {
   private readonly clusterIps = new Set<string>();
@@ -12,6 +22,24 @@ export class ServiceAllocator {
   private nextIp = 10;
   private nextPort = 30000;
   private nextLb = 1;
+
+  /** The state to save (JSON-serialisable; restored by {@link restore}). */
+  snapshot(): AllocatorSnapshot {
+    return { clusterIps: [...this.clusterIps], nodePorts: [...this.nodePorts], lbIps: [...this.lbIps], nextIp: this.nextIp, nextPort: this.nextPort, nextLb: this.nextLb };
+  }
+
+  /** Replaces the state with a saved one. */
+  restore(s: AllocatorSnapshot): void {
+    this.clusterIps.clear();
+    for (const x of s.clusterIps) this.clusterIps.add(x);
+    this.nodePorts.clear();
+    for (const x of s.nodePorts) this.nodePorts.add(x);
+    this.lbIps.clear();
+    for (const x of s.lbIps) this.lbIps.add(x);
+    this.nextIp = s.nextIp;
+    this.nextPort = s.nextPort;
+    this.nextLb = s.nextLb;
+  }
 
   /** Reserves an explicit cluster IP; false when taken. */
   reserveClusterIp(ip: string): boolean {

@@ -10,6 +10,8 @@ import { createServer as createHttpServer } from 'node:http';
 import { createServer as createHttpsServer } from 'node:https';
 import { type AddressInfo, createServer as createNetServer, type Socket } from 'node:net';
 import { stringify as toYaml } from 'yaml';
+import { readSimState, SimStateSaver, writeSimState } from '../state-file.ts';
+import type { AllocatorSnapshot } from './allocator.ts';
 import { ApiServer } from './api-server.ts';
 import { ClusterApi } from './cluster-api.ts';
 import type { ControllerContext } from './controllers/context.ts';
@@ -27,10 +29,32 @@ import { StatefulSetController } from './controllers/statefulset-controller.ts';
 import { StorageController } from './controllers/storage-controller.ts';
 import { WorkQueue } from './controllers/work-queue.ts';
 import { ApiFaults } from './faults.ts';
-import { ObjectStore } from './object-store.ts';
-import { R } from './resource-registry.ts';
+import { ObjectStore, type StoreSnapshot } from './object-store.ts';
+import { R, RESOURCES } from './resource-registry.ts';
 import { createSimControl } from './sim-control.ts';
-import { createSelfSignedCert } from './tls-cert.ts';
+import { createSelfSignedCert, type SelfSignedCert } from './tls-cert.ts';
+
+/** Name of the state file (`<stateDir>/kubernetes.json`). */
+export const KUBERNETES_STATE_NAME = 'kubernetes';
+/**
+ * Name of the file of the serving certificate (`<stateDir>/kubernetes-tls.json`), apart from the
+ * state: a cluster emptied by deleting its state keeps its identity, so kubeconfigs and VIM
+ * registrations that trust its certificate stay valid.
+ */
+export const KUBERNETES_TLS_NAME = 'kubernetes-tls';
+
+/** Saved state of the simulated cluster. */
+export interface KubernetesSnapshot {
+  /** Every object, verbatim, and the resourceVersion counter. */
+  store: StoreSnapshot;
+  /** Service cluster IPs, node ports and load-balancer IPs in use. */
+  allocator: AllocatorSnapshot;
+  /** Next pod IP per node. */
+  kubelet: Record<string, number>;
+}
+
+/** The serving certificate as saved, with the host it was made for. */
+type SavedCert = SelfSignedCert & { host: string };
 
 /** Options of {@link startKubernetesSim}. */
 export interface KubernetesSimOptions {
@@ -46,6 +70,13 @@ export interface KubernetesSimOptions {
   kubeletDelayMs?: number;
   /** Receives one line per request and per internal error. @default no logging */
   logger?: (line: string) => void;
+  /**
+   * Directory where the cluster's state (every object with its uid and resourceVersion, the
+   * serving certificate) is saved as `kubernetes.json` shortly after each change and on close,
+   * and restored from at start (controllers then resume: pending pods start, terminating ones
+   * finish). @default no saving: the cluster starts fresh and lives in memory only
+   */
+  stateDir?: string;
 }
 
 /** First byte of a TLS ClientHello record (handshake content type). */
@@ -69,7 +100,11 @@ export interface KubernetesSim {
    * `namespace` sets the context's default namespace.
    */
   kubeconfig(opts?: { namespace?: string; name?: string }): string;
-  /** Stops the server, ends watches and timers. */
+  /** The cluster's state as saved in `stateDir` (JSON-serialisable). */
+  snapshot(): KubernetesSnapshot;
+  /** Whether the state was restored from `stateDir` at start. */
+  readonly restored: boolean;
+  /** Stops the server, ends watches and timers (and saves the state when `stateDir` is set). */
   close(): Promise<void>;
 }
 
@@ -100,12 +135,24 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   const host = opts.host ?? '127.0.0.1';
   const token = opts.token ?? randomBytes(16).toString('hex');
   const log = opts.logger ?? (() => {});
+  const saved = opts.stateDir === undefined ? undefined : readSimState<KubernetesSnapshot>(opts.stateDir, KUBERNETES_STATE_NAME);
   const store = new ObjectStore();
   const api = new ClusterApi(store);
   const queue = new WorkQueue((key, err) => log(`controller error in ${key}: ${(err as Error)?.stack ?? String(err)}`));
   const events = new EventRecorder(api);
   const ctx: ControllerContext = { api, store, queue, events, settings: { kubeletDelayMs: Math.max(0, opts.kubeletDelayMs ?? 100) }, log };
-  const cert = createSelfSignedCert([host]);
+  let savedCert: SavedCert | undefined;
+  try {
+    savedCert = opts.stateDir === undefined ? undefined : readSimState<SavedCert>(opts.stateDir, KUBERNETES_TLS_NAME);
+  } catch (e) {
+    log(`${(e as Error).message}: a new certificate is made`);
+  }
+  let cert: SelfSignedCert;
+  if (savedCert && savedCert.host === host) cert = savedCert;
+  else {
+    cert = createSelfSignedCert([host]);
+    if (opts.stateDir !== undefined) writeSimState(opts.stateDir, KUBERNETES_TLS_NAME, { certPem: cert.certPem, keyPem: cert.keyPem, host } satisfies SavedCert);
+  }
 
   new GarbageCollector(ctx);
   new Scheduler(ctx);
@@ -119,7 +166,14 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   new StorageController(ctx);
   const nodes = new NodeController(ctx);
 
-  bootstrap(api, Math.max(0, opts.nodes ?? 3));
+  if (saved) {
+    api.allocator.restore(saved.allocator);
+    kubelet.restore(saved.kubelet);
+    const defs = new Map(RESOURCES.map((d) => [d.key, d]));
+    store.restore(saved.store, (key) => defs.get(key));
+    events.adoptStored();
+    log(`state restored from ${opts.stateDir}: ${saved.store.objects.length} objects, resourceVersion ${saved.store.rv}`);
+  } else bootstrap(api, Math.max(0, opts.nodes ?? 3));
 
   const faults = new ApiFaults();
   let address = '';
@@ -136,6 +190,18 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   });
   server = new ApiServer({ api, store, faults, token, log, simControl, serverAddress: () => address });
   const apiServer = server;
+  const snapshot = (): KubernetesSnapshot => ({
+    store: store.snapshot(),
+    allocator: api.allocator.snapshot(),
+    kubelet: kubelet.snapshot(),
+  });
+  const saver =
+    opts.stateDir === undefined
+      ? undefined
+      : new SimStateSaver({ dir: opts.stateDir, name: KUBERNETES_STATE_NAME, snapshot, onError: (e) => log(`saving the state failed: ${e.message}`) });
+  store.subscribe(() => saver?.markDirty());
+  // A new cluster is saved at once.
+  if (!saved) saver?.markDirty();
   const httpServer = createHttpServer(apiServer.handle);
   const httpsServer = createHttpsServer({ key: cert.keyPem, cert: cert.certPem }, apiServer.handle);
   for (const srv of [httpServer, httpsServer]) srv.keepAliveTimeout = 65_000;
@@ -183,10 +249,13 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
         preferences: {},
       });
     },
+    snapshot,
+    restored: saved !== undefined,
     async close() {
       if (closed) return;
       closed = true;
       queue.close();
+      saver?.close();
       apiServer.endWatches();
       await new Promise<void>((resolve) => {
         front.close(() => resolve());

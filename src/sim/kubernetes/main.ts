@@ -1,7 +1,7 @@
 /**
  * Runs the simulated Kubernetes cluster on its own:
  * `npx tsx src/sim/kubernetes/main.ts --port 6443 [--host 127.0.0.1] [--token T] [--nodes 3]
- *  [--kubelet-delay-ms 100] [--kubeconfig ./sim.kubeconfig] [--verbose]`.
+ *  [--kubelet-delay-ms 100] [--kubeconfig ./sim.kubeconfig] [--state-dir ./sim-state] [--verbose]`.
  * Prints the URL and the token so kubectl or the VNFM can be pointed at it.
  */
 import { writeFileSync } from 'node:fs';
@@ -16,6 +16,7 @@ const { values } = parseArgs({
     nodes: { type: 'string', default: '3' },
     'kubelet-delay-ms': { type: 'string', default: '100' },
     kubeconfig: { type: 'string' },
+    'state-dir': { type: 'string' },
     verbose: { type: 'boolean', default: false },
   },
 });
@@ -26,6 +27,7 @@ const sim = await startKubernetesSim({
   token: values.token,
   nodes: Number(values.nodes),
   kubeletDelayMs: Number(values['kubelet-delay-ms']),
+  ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
   logger: values.verbose ? (line) => process.stdout.write(`${new Date().toISOString()} ${line}\n`) : undefined,
 });
 

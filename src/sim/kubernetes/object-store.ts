@@ -30,6 +30,12 @@ interface UidEntry {
   obj: KubeObject;
 }
 
+/** Saved content of the store: every object (by store key) and the resourceVersion counter. */
+export interface StoreSnapshot {
+  rv: number;
+  objects: { key: string; obj: KubeObject }[];
+}
+
 /** The simulated cluster's storage with change notification, indexes and watch history. */
 export class ObjectStore {
   private rv = 1000;
@@ -48,6 +54,45 @@ export class ObjectStore {
   /** The latest resourceVersion handed out. */
   currentRv(): number {
     return this.rv;
+  }
+
+  /** Every object and the resourceVersion counter (JSON-serialisable; restored by {@link restore}). */
+  snapshot(): StoreSnapshot {
+    const objects: { key: string; obj: KubeObject }[] = [];
+    for (const [key, byNs] of this.tables) for (const t of byNs.values()) for (const obj of t.values()) objects.push({ key, obj });
+    return { rv: this.rv, objects };
+  }
+
+  /**
+   * Replaces the content with a saved one, objects verbatim (uids, resourceVersions, generations).
+   * The watch history starts empty at the saved resourceVersion: a watch from an older one gets
+   * 410 Gone and re-lists, as after an etcd compaction. Then every object is announced to the
+   * listeners as ADDED (not to watches), so the controllers reconcile what they find the way a
+   * restarted controller manager does: pending pods are scheduled and started, terminating ones
+   * finish, workloads converge. Call once at start, before any request.
+   */
+  restore(s: StoreSnapshot, defOf: (key: string) => ResourceDef | undefined): void {
+    this.tables.clear();
+    this.byUid.clear();
+    this.dependents.clear();
+    this.podsByNode.clear();
+    const loaded: { def: ResourceDef; obj: KubeObject }[] = [];
+    for (const { key, obj } of s.objects) {
+      const def = defOf(key);
+      if (!def) continue;
+      const ns = def.namespaced ? (obj.metadata.namespace ?? '') : '';
+      this.table(def, ns, true)?.set(obj.metadata.name as string, obj);
+      this.indexAdd(def, obj);
+      loaded.push({ def, obj });
+    }
+    this.rv = s.rv;
+    this.compactedRv = s.rv;
+    this.history = [];
+    this.historyStart = 0;
+    for (const { def, obj } of loaded) {
+      const ev: StoreEvent = { type: 'ADDED', def, obj, rv: Number(obj.metadata.resourceVersion ?? s.rv) };
+      for (const l of [...this.listeners]) l(ev);
+    }
   }
 
   /** Registers a change listener; returns an unsubscribe function. */

@@ -84,6 +84,15 @@ export interface ComputeEvent {
   readonly fault_option?: Record<string, unknown>;
 }
 
+/** Saved state of the simulated Nova (see {@link ComputeService.snapshot}). */
+export interface ComputeSnapshot {
+  hosts: SimHost[];
+  servers: SimServer[];
+  groups: (Omit<SimServerGroup, 'members'> & { members: string[] })[];
+  flavors: SimFlavor[];
+  instanceCounter: number;
+}
+
 /** Thrown when Nova would refuse a request (no valid host, unknown flavor, ...). */
 export class ComputeError extends Error {}
 
@@ -132,6 +141,29 @@ export class ComputeService {
     for (const [name, vcpus, ram, disk] of BUILTIN_FLAVORS) {
       this.addFlavor({ name, vcpus, ram, disk });
     }
+  }
+
+  /** The state to save (JSON-serialisable; restored by {@link restore}). */
+  snapshot(): ComputeSnapshot {
+    return {
+      hosts: this.hosts,
+      servers: [...this.servers.values()],
+      groups: [...this.groups.values()].map((g) => ({ ...g, members: [...g.members] })),
+      flavors: [...this.flavors.values()],
+      instanceCounter: this.instanceCounter,
+    };
+  }
+
+  /** Replaces the whole state with a saved one (at start, before any request). */
+  restore(s: ComputeSnapshot): void {
+    this.hosts.splice(0, this.hosts.length, ...s.hosts.map((h) => ({ name: h.name, state: h.state })));
+    this.servers.clear();
+    for (const srv of s.servers) this.servers.set(srv.id, srv);
+    this.groups.clear();
+    for (const g of s.groups) this.groups.set(g.id, { ...g, members: new Set(g.members) });
+    this.flavors.clear();
+    for (const f of s.flavors) this.flavors.set(f.id, f);
+    this.instanceCounter = s.instanceCounter;
   }
 
   /** Registers a listener for fault/recovery events. */

@@ -4,7 +4,7 @@
  */
 export type { ComputeEvent } from './compute-service.ts';
 export type { HeatJournalEntry, HeldStackOperation } from './heat/heat-engine.ts';
-export { type OpenStackSim, type OpenStackSimCredentials, type StackOperationHold, startOpenStackSim } from './openstack-sim.ts';
+export { OPENSTACK_STATE_NAME, type OpenStackSim, type OpenStackSimCredentials, type OpenStackSnapshot, type StackOperationHold, startOpenStackSim } from './openstack-sim.ts';
 export {
   DEFAULT_ADMIN_PASSWORD,
   DEFAULT_DOMAIN,

@@ -57,6 +57,11 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' ? v : undefined;
 }
 
+/** Saved state of the simulated Keystone: the tokens still valid (users and projects come from the options). */
+export interface KeystoneSnapshot {
+  tokens: [string, TokenInfo][];
+}
+
 /** Catalog and links need the sim's public base URL and the (changeable) VNFM URL. */
 export interface KeystoneEnv {
   baseUrl(): string;
@@ -122,6 +127,27 @@ export class KeystoneService {
       this.roleIds.set(name, id);
     }
     return id;
+  }
+
+  /** The state to save (JSON-serialisable; restored by {@link restore}). */
+  snapshot(): KeystoneSnapshot {
+    const now = Date.now();
+    return { tokens: [...this.tokens].filter(([, t]) => t.expiresAt > now) };
+  }
+
+  /**
+   * Takes the saved tokens back, so clients holding one need not log in again; a token whose
+   * user, domain or project the options no longer define is dropped.
+   */
+  restore(s: KeystoneSnapshot): void {
+    const now = Date.now();
+    for (const [token, t] of s.tokens) {
+      if (t.expiresAt <= now) continue;
+      const domain = this.domains.get(t.domain.id);
+      const project = t.project ? this.projects.get(t.project.id) : undefined;
+      if (!domain || (t.project && !project) || !this.users.some((u) => u.id === t.userId)) continue;
+      this.tokens.set(token, { ...t, domain, project });
+    }
   }
 
   /** Changes the lifetime of tokens issued from now on (fault injection / tests of expiry). */

@@ -15,6 +15,7 @@ const { values } = parseArgs({
     'vnfm-url': { type: 'string', default: process.env.OS_SIM_VNFM_URL ?? 'http://127.0.0.1:9890/' },
     'fault-webhook': { type: 'string', default: process.env.OS_SIM_FAULT_WEBHOOK },
     'public-url': { type: 'string', default: process.env.OS_SIM_PUBLIC_URL },
+    'state-dir': { type: 'string', default: process.env.OS_SIM_STATE_DIR },
     verbose: { type: 'boolean', default: false },
   },
 });
@@ -39,6 +40,7 @@ const sim = await startOpenStackSim({
   faultWebhook: values['fault-webhook'],
   publicUrl: values['public-url'],
   adminSecret: process.env.OS_SIM_ADMIN_SECRET,
+  ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
   logger,
 });
 process.stdout.write(

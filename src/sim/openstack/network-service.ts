@@ -101,6 +101,16 @@ function randomMac(): string {
   return `fa:16:3e:${[...b].map((x) => x.toString(16).padStart(2, '0')).join(':')}`;
 }
 
+/** Saved state of the simulated Neutron (see {@link NetworkService.snapshot}). */
+export interface NetworkSnapshot {
+  networks: SimNetwork[];
+  subnets: (Omit<SimSubnet, 'used'> & { used: string[] })[];
+  ports: SimPort[];
+  floatingIps: SimFloatingIp[];
+  routers: SimRouter[];
+  autoNetCounter: number;
+}
+
 /** Thrown when a Neutron request would fail on a real cloud (bad CIDR, address in use, ...). */
 export class NetworkError extends Error {}
 
@@ -116,6 +126,32 @@ export class NetworkService {
   constructor() {
     const pub = this.createNetwork({ name: 'public', projectId: '', external: true, shared: true });
     this.createSubnet({ networkId: pub.id, projectId: '', cidr: '172.24.4.0/24', name: 'public-subnet' });
+  }
+
+  /** The state to save (JSON-serialisable; restored by {@link restore}). */
+  snapshot(): NetworkSnapshot {
+    return {
+      networks: [...this.networks.values()],
+      subnets: [...this.subnets.values()].map((x) => ({ ...x, used: [...x.used] })),
+      ports: [...this.ports.values()],
+      floatingIps: [...this.floatingIps.values()],
+      routers: [...this.routers.values()],
+      autoNetCounter: this.autoNetCounter,
+    };
+  }
+
+  /** Replaces the whole state with a saved one (at start, before any request). */
+  restore(s: NetworkSnapshot): void {
+    const fill = <T extends { id: string }>(m: Map<string, T>, items: T[]): void => {
+      m.clear();
+      for (const x of items) m.set(x.id, x);
+    };
+    fill(this.networks, s.networks);
+    fill(this.subnets, s.subnets.map((x) => ({ ...x, used: new Set(x.used) })));
+    fill(this.ports, s.ports);
+    fill(this.floatingIps, s.floatingIps);
+    fill(this.routers, s.routers);
+    this.autoNetCounter = s.autoNetCounter;
   }
 
   /** Creates a network. */

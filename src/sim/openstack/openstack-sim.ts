@@ -5,15 +5,28 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ComputeService } from './compute-service.ts';
+import { readSimState, SimStateSaver } from '../state-file.ts';
+import { type ComputeSnapshot, ComputeService } from './compute-service.ts';
 import { HeatApi } from './heat/heat-api.ts';
-import { HeatEngine, type HeatJournalEntry, type HeldStackOperation, type InjectableOp } from './heat/heat-engine.ts';
+import { HeatEngine, type HeatJournalEntry, type HeatSnapshot, type HeldStackOperation, type InjectableOp } from './heat/heat-engine.ts';
 import { header, readJsonBody, SimHttpError, type SimRequest, type SimResponse, sendResponse, sleep, toSimRequest } from './http-kit.ts';
-import { KeystoneService } from './keystone.ts';
-import { NetworkService } from './network-service.ts';
+import { type KeystoneSnapshot, KeystoneService } from './keystone.ts';
+import { type NetworkSnapshot, NetworkService } from './network-service.ts';
 import { type OpenStackSimOptions, resolveOpenStackSimOptions } from './options.ts';
 import { SimAdmin, type SimRuntime, type SimService } from './sim-admin.ts';
-import { VolumeService } from './volume-service.ts';
+import { type VolumeSnapshot, VolumeService } from './volume-service.ts';
+
+/** Name of the state file (`<stateDir>/openstack.json`). */
+export const OPENSTACK_STATE_NAME = 'openstack';
+
+/** Saved state of the simulated OpenStack: one part per service, each owned by that service. */
+export interface OpenStackSnapshot {
+  keystone: KeystoneSnapshot;
+  network: NetworkSnapshot;
+  volumes: VolumeSnapshot;
+  compute: ComputeSnapshot;
+  heat: HeatSnapshot;
+}
 
 /** Credentials of the default user, in the shape of Tacker's `vimConnectionInfo.accessInfo`. */
 export interface OpenStackSimCredentials {
@@ -65,7 +78,11 @@ export interface OpenStackSim {
   holdStackUpdates(opts?: { stack?: string; operation?: InjectableOp }): StackOperationHold;
   /** Heat operations received so far (create, update, delete, mark_unhealthy, signal), oldest first; also in `/_sim/state`. */
   heatJournal(): HeatJournalEntry[];
-  /** Stops the server and every pending timer. */
+  /** The cloud's state as saved in `stateDir` (JSON-serialisable). */
+  snapshot(): OpenStackSnapshot;
+  /** Whether the state was restored from `stateDir` at start. */
+  readonly restored: boolean;
+  /** Stops the server and every pending timer (and saves the state when `stateDir` is set). */
   close(): Promise<void>;
 }
 
@@ -80,6 +97,9 @@ function serviceOf(req: SimRequest): SimService | undefined {
 /** Starts the simulated OpenStack on `opts.host:opts.port` (ephemeral port by default). */
 export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise<OpenStackSim> {
   const o = resolveOpenStackSimOptions(opts);
+  const saved = o.stateDir === undefined ? undefined : readSimState<OpenStackSnapshot>(o.stateDir, OPENSTACK_STATE_NAME);
+  let saver: SimStateSaver | undefined;
+  const changed = (): void => saver?.markDirty();
   const runtime: SimRuntime = {
     heatDelayMs: o.heatDelayMs,
     latencyMs: 0,
@@ -101,7 +121,33 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
     logger: o.logger,
     delayMs: () => runtime.heatDelayMs,
     heatBase: (projectId) => `${base()}/v1/${projectId}`,
+    onChange: changed,
   });
+  const snapshot = (): OpenStackSnapshot => ({
+    keystone: keystone.snapshot(),
+    network: network.snapshot(),
+    volumes: volumes.snapshot(),
+    compute: compute.snapshot(),
+    heat: engine.snapshot(),
+  });
+  if (saved) {
+    keystone.restore(saved.keystone);
+    network.restore(saved.network);
+    volumes.restore(saved.volumes);
+    compute.restore(saved.compute);
+    engine.restore(saved.heat);
+    o.logger.info({ stacks: engine.stacks.size, servers: compute.servers.size }, 'openstack sim state restored');
+  }
+  if (o.stateDir !== undefined) {
+    saver = new SimStateSaver({
+      dir: o.stateDir,
+      name: OPENSTACK_STATE_NAME,
+      snapshot,
+      onError: (e) => o.logger.error({ err: e.message }, 'openstack sim: saving the state failed'),
+    });
+    // What the restore resumed at once (Heat delay 0) is saved too.
+    if (saved) saver.markDirty();
+  }
   const heatApi = new HeatApi(engine, base);
   const admin = new SimAdmin(runtime, compute, engine, keystone, o.adminSecret, o.logger);
   if (o.faultWebhook) admin.addWebhook(o.faultWebhook, o.faultWebhookSecret);
@@ -147,8 +193,10 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
         const body = await readJsonBody(raw);
         const req = toSimRequest(raw, body);
         const out = await route(req);
+        if (req.method !== 'GET' && req.method !== 'HEAD') changed();
         sendResponse(res, out);
       } catch (e) {
+        if (raw.method !== 'GET' && raw.method !== 'HEAD') changed();
         if (e instanceof SimHttpError) {
           sendResponse(res, { status: e.status, body: e.body });
           return;
@@ -205,6 +253,8 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
       return { id: h.id, reached: h.reached, held: () => h.held, release: () => void engine.releaseHold(h.id) };
     },
     heatJournal: () => engine.journal(),
+    snapshot,
+    restored: saved !== undefined,
     close: async () => {
       if (closed) return;
       closed = true;
@@ -214,6 +264,7 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
         server.close(() => resolve());
         server.closeAllConnections();
       });
+      saver?.close();
     },
   };
 }

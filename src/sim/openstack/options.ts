@@ -63,6 +63,12 @@ export interface OpenStackSimOptions {
   readonly faultWebhookSecret?: string;
   /** Secret accepted (header `X-Sim-Admin-Secret`) on the `/_sim/...` API besides a Keystone token. @default 'sim-admin-secret' */
   readonly adminSecret?: string;
+  /**
+   * Directory where the cloud's state (stacks, servers, networks, volumes, tokens) is saved as
+   * `openstack.json` shortly after each change and on close, and restored from at start (work in
+   * progress resumes). @default no saving: the cloud starts empty and lives in memory only
+   */
+  readonly stateDir?: string;
   readonly logger?: SimLogger;
 }
 
@@ -81,6 +87,7 @@ export interface ResolvedOpenStackSimOptions {
   readonly faultWebhook: string | undefined;
   readonly faultWebhookSecret: string | undefined;
   readonly adminSecret: string;
+  readonly stateDir: string | undefined;
   readonly logger: SimLogger;
 }
 
@@ -140,6 +147,7 @@ export function resolveOpenStackSimOptions(opts: OpenStackSimOptions = {}): Reso
     faultWebhook: opts.faultWebhook,
     faultWebhookSecret: opts.faultWebhookSecret,
     adminSecret: opts.adminSecret ?? DEFAULT_SIM_ADMIN_SECRET,
+    stateDir: opts.stateDir,
     logger: opts.logger ?? silentLogger,
   };
 }

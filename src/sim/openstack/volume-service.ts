@@ -30,6 +30,12 @@ export interface SimVolumeType {
   readonly description: string;
 }
 
+/** Saved state of the simulated Cinder (see {@link VolumeService.snapshot}). */
+export interface VolumeSnapshot {
+  volumes: SimVolume[];
+  types: SimVolumeType[];
+}
+
 /** Cinder state of the simulated cloud. */
 export class VolumeService {
   readonly volumes = new Map<string, SimVolume>();
@@ -37,6 +43,19 @@ export class VolumeService {
 
   constructor() {
     this.createType({ name: '__DEFAULT__' });
+  }
+
+  /** The state to save (JSON-serialisable; restored by {@link restore}). */
+  snapshot(): VolumeSnapshot {
+    return { volumes: [...this.volumes.values()], types: [...this.types.values()] };
+  }
+
+  /** Replaces the whole state with a saved one (at start, before any request). */
+  restore(s: VolumeSnapshot): void {
+    this.volumes.clear();
+    for (const v of s.volumes) this.volumes.set(v.id, v);
+    this.types.clear();
+    for (const t of s.types) this.types.set(t.id, t);
   }
 
   createType(p: { name?: string; metadata?: Record<string, unknown>; isPublic?: boolean; description?: string }): SimVolumeType {

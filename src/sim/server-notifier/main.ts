@@ -12,6 +12,7 @@ const { values } = parseArgs({
     'openstack-url': { type: 'string', default: process.env.SN_SIM_OPENSTACK_URL },
     auth: { type: 'string', default: process.env.SN_SIM_AUTH },
     'no-subscribe': { type: 'boolean', default: false },
+    'state-dir': { type: 'string', default: process.env.SN_SIM_STATE_DIR },
     verbose: { type: 'boolean', default: false },
   },
 });
@@ -41,6 +42,7 @@ const sim = await startServerNotifierSim({
   adminSecret: process.env.SN_SIM_ADMIN_SECRET,
   openstackAdminSecret: process.env.OS_SIM_ADMIN_SECRET,
   notificationAuth,
+  ...(values['state-dir'] ? { stateDir: values['state-dir'] } : {}),
   logger,
 });
 process.stdout.write(`Server Notifier sim: ${sim.url} (ServerNotifierUri)\n`);

@@ -10,6 +10,15 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { readSimState, SimStateSaver } from '../state-file.ts';
+
+/** Name of the state file (`<stateDir>/server-notifier.json`). */
+export const SERVER_NOTIFIER_STATE_NAME = 'server-notifier';
+
+/** Saved state of the Server Notifier sim: the alarm registrations. */
+export interface ServerNotifierSnapshot {
+  alarms: SimAlarm[];
+}
 
 /** Logging surface (pino-compatible). */
 export interface NotifierLogger {
@@ -54,6 +63,11 @@ export interface ServerNotifierSimOptions {
   readonly deliveryRetries?: number;
   /** Per-attempt timeout. @default 5000 */
   readonly deliveryTimeoutMs?: number;
+  /**
+   * Directory where the alarm registrations are saved as `server-notifier.json` shortly after
+   * each change and on close, and restored from at start. @default no saving
+   */
+  readonly stateDir?: string;
   readonly logger?: NotifierLogger;
 }
 
@@ -136,6 +150,10 @@ export interface ServerNotifierSim {
   journal(): readonly AlarmJournalEntry[];
   /** Waits until deliveries in flight are done. */
   drain(): Promise<void>;
+  /** The state as saved in `stateDir` (JSON-serialisable). */
+  snapshot(): ServerNotifierSnapshot;
+  /** Whether the alarms were restored from `stateDir` at start. */
+  readonly restored: boolean;
   close(): Promise<void>;
 }
 
@@ -203,6 +221,19 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
   const timeoutMs = opts.deliveryTimeoutMs ?? 5000;
   let notificationAuth = opts.notificationAuth;
   const alarms = new Map<string, SimAlarm>();
+  const saved = opts.stateDir === undefined ? undefined : readSimState<ServerNotifierSnapshot>(opts.stateDir, SERVER_NOTIFIER_STATE_NAME);
+  for (const a of saved?.alarms ?? []) alarms.set(a.alarm_id, a);
+  const snapshot = (): ServerNotifierSnapshot => ({ alarms: [...alarms.values()] });
+  const saver =
+    opts.stateDir === undefined
+      ? undefined
+      : new SimStateSaver({
+          dir: opts.stateDir,
+          name: SERVER_NOTIFIER_STATE_NAME,
+          snapshot,
+          onError: (e) => logger.error({ err: e.message }, 'server notifier sim: saving the state failed'),
+        });
+  if (saved) logger.info({ alarms: alarms.size }, 'server notifier sim state restored');
   const deliveries: SimDelivery[] = [];
   const inflight = new Set<Promise<void>>();
   /** token -> {project id and name, valid until} (short cache so each call does not hit Keystone). */
@@ -455,6 +486,7 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
     let reply: Reply;
     try {
       reply = alarmApi(method, tenant, serverId, alarmId, body);
+      if (method === 'POST' || method === 'DELETE') saver?.markDirty();
     } catch (e) {
       if (!(e instanceof HttpError)) throw e;
       reply = { status: e.status, body: { error: { code: e.status, message: e.message } } };
@@ -538,6 +570,7 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
       server.close(() => resolve());
       server.closeAllConnections();
     });
+    saver?.close();
   };
   if (openstackUrl && opts.subscribe !== false) {
     try {
@@ -567,6 +600,8 @@ export async function startServerNotifierSim(opts: ServerNotifierSimOptions = {}
     drain: async () => {
       while (inflight.size > 0) await Promise.allSettled([...inflight]);
     },
+    snapshot,
+    restored: saved !== undefined,
     close,
   };
 }

@@ -19,6 +19,12 @@ export class EventRecorder {
     private readonly max = 2000,
   ) {}
 
+  /** Counts the Events already stored (a restored cluster) towards the cap, oldest first. */
+  adoptStored(): void {
+    const stored = this.api.store.list(R.events).sort((a, b) => Number(a.metadata.resourceVersion) - Number(b.metadata.resourceVersion));
+    for (const e of stored) this.fifo.push({ ns: e.metadata.namespace as string, name: e.metadata.name as string });
+  }
+
   /** Records an event about `obj` from `component` (e.g. `kubelet`, `replicaset-controller`). */
   record(obj: KubeObject, type: 'Normal' | 'Warning', reason: string, message: string, component: string, host?: string): void {
     const ns = obj.metadata.namespace || 'default';

@@ -77,6 +77,17 @@ export class Kubelet {
     }
   }
 
+  /** The state to save: the next pod IP per node (pods keep theirs in their status). */
+  snapshot(): Record<string, number> {
+    return Object.fromEntries(this.nextIp);
+  }
+
+  /** Takes a saved state back (before the store is restored). */
+  restore(nextIp: Record<string, number>): void {
+    this.nextIp.clear();
+    for (const [node, n] of Object.entries(nextIp)) this.nextIp.set(node, n);
+  }
+
   private current(ns: string, name: string, uid: string): KubeObject | undefined {
     const pod = this.ctx.store.get(R.pods, ns, name);
     if (!pod || pod.metadata.uid !== uid || pod.metadata.deletionTimestamp || pod.status?.phase !== 'Pending') return undefined;

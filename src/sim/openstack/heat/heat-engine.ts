@@ -112,6 +112,42 @@ export interface HeatEngineDeps {
   delayMs(): number;
   /** `.../v1/{project_id}` for links. */
   heatBase(projectId: string): string;
+  /** Told after each piece of background work (a stack operation progressing), so the state can be saved. */
+  onChange?(): void;
+}
+
+/** A stack as saved (see {@link HeatEngine.snapshot}): the template as its JSON, resources as a list. */
+export interface HeatStackSnapshot extends Omit<HeatStack, 'template' | 'files' | 'environment' | 'resources' | 'opToken'> {
+  template: Record<string, unknown>;
+  /** `null`: the same files as the parent stack. */
+  files: Record<string, string> | null;
+  /** `null`: the same environment as the parent stack. */
+  environment: HeatEnvironment | null;
+  resources: HeatResource[];
+}
+
+/** A scaling signal accepted but not handled yet, as saved. */
+export interface PendingSignalSnapshot {
+  stackId: string;
+  /** The ScalingPolicy resource signalled. */
+  policy: string;
+  /** The AutoScalingGroup it resizes. */
+  group: string;
+  details: unknown;
+}
+
+/** Saved state of the simulated Heat. */
+export interface HeatSnapshot {
+  stacks: HeatStackSnapshot[];
+  seq: number;
+  pendingSignals: PendingSignalSnapshot[];
+}
+
+interface PendingSignal {
+  stack: HeatStack;
+  policy: HeatResource;
+  group: HeatResource;
+  details: unknown;
 }
 
 /** Fields of a `POST /stacks` request the engine uses. */
@@ -252,8 +288,89 @@ export class HeatEngine {
   private readonly holdStates = new Map<string, HoldState>();
   private readonly journalEntries: HeatJournalEntry[] = [];
   private journalSeq = 0;
+  private readonly pendingSignals = new Set<PendingSignal>();
 
   constructor(private readonly deps: HeatEngineDeps) {}
+
+  // -------------------------------------------------------------------------------------------
+  // Saved state
+
+  /** The state to save (JSON-serialisable; restored by {@link restore}). */
+  snapshot(): HeatSnapshot {
+    const stacks: HeatStackSnapshot[] = [];
+    for (const st of this.stacks.values()) {
+      const { template, files, environment, resources, opToken: _token, ...rest } = st;
+      const parent = st.parent ? this.stacks.get(st.parent.stackId) : undefined;
+      stacks.push({
+        ...rest,
+        template: template.raw as Record<string, unknown>,
+        files: parent && parent.files === files ? null : files,
+        environment: parent && parent.environment === environment ? null : environment,
+        resources: [...resources.values()],
+      });
+    }
+    const pendingSignals = [...this.pendingSignals].map((p) => ({ stackId: p.stack.id, policy: p.policy.name, group: p.group.name, details: p.details }));
+    return { stacks, seq: this.seq, pendingSignals };
+  }
+
+  /**
+   * Replaces the stacks with saved ones and resumes what was in progress: a top-level stack saved
+   * `*_IN_PROGRESS` runs its create, update or delete again after the usual delay (the saved
+   * template, parameters and resources are those of the operation), and accepted scaling signals
+   * are handled. Call once at start, before any request.
+   */
+  restore(s: HeatSnapshot): void {
+    this.stacks.clear();
+    this.pendingSignals.clear();
+    for (const x of s.stacks) {
+      const stack: HeatStack = {
+        ...x,
+        template: parseTemplate(x.template),
+        files: x.files ?? {},
+        environment: x.environment ?? { parameters: {}, parameter_defaults: {}, resource_registry: { resources: {} }, event_sinks: [], encrypted_param_names: [] },
+        resources: new Map(x.resources.map((r) => [r.name, r])),
+        opToken: 0,
+      };
+      this.stacks.set(stack.id, stack);
+    }
+    // Nested stacks share their parent's files and environment (parents first: ancestors resolve before descendants).
+    const share = (st: HeatStack, saved: HeatStackSnapshot, seen: Set<string>): void => {
+      if (seen.has(st.id)) return;
+      seen.add(st.id);
+      const parent = st.parent ? this.stacks.get(st.parent.stackId) : undefined;
+      if (!parent) return;
+      const parentSaved = savedById.get(parent.id);
+      if (parentSaved) share(parent, parentSaved, seen);
+      if (saved.files === null) st.files = parent.files;
+      if (saved.environment === null) st.environment = parent.environment;
+    };
+    const savedById = new Map(s.stacks.map((x) => [x.id, x]));
+    const seen = new Set<string>();
+    for (const x of s.stacks) share(this.stacks.get(x.id) as HeatStack, x, seen);
+    this.seq = s.seq;
+    for (const st of this.stacks.values()) {
+      if (st.parent !== undefined || st.deleted || st.status !== 'IN_PROGRESS') continue;
+      this.deps.logger.info({ stack: st.name, stackId: st.id, action: st.action }, 'heat stack operation resumed after restart');
+      if (st.action === 'CREATE') this.schedule(st, () => this.runCreate(st, false));
+      else if (st.action === 'UPDATE') this.schedule(st, () => this.runUpdate(st, st.template, st.userParams, false));
+      else if (st.action === 'DELETE') this.schedule(st, () => this.runDelete(st, false));
+      else this.setStackState(st, st.action, 'FAILED', `${st.action} interrupted by a restart of the simulated Heat`);
+    }
+    for (const p of s.pendingSignals) {
+      const stack = this.stacks.get(p.stackId);
+      const policy = stack?.resources.get(p.policy);
+      const group = stack?.resources.get(p.group);
+      if (!stack || !policy || !group || stack.deleted) continue;
+      group.data.scalingInProgress = true;
+      this.scheduleSignal({ stack, policy, group, details: p.details });
+    }
+    // A group whose signal was not saved would never scale again.
+    for (const st of this.stacks.values()) {
+      for (const r of st.resources.values()) {
+        if (r.kind === 'asg' && r.data.scalingInProgress === true && ![...this.pendingSignals].some((p) => p.group === r)) r.data.scalingInProgress = false;
+      }
+    }
+  }
 
   // -------------------------------------------------------------------------------------------
   // Public operations
@@ -551,33 +668,44 @@ export class HeatEngine {
       return;
     }
     group.data.scalingInProgress = true;
-    // Heat records one event per signal, SIGNAL_COMPLETE (or SIGNAL_FAILED), once it is handled.
+    this.scheduleSignal({ stack, policy: r, group, details });
+  }
+
+  /** Heat records one event per signal, SIGNAL_COMPLETE (or SIGNAL_FAILED), once it is handled. */
+  private scheduleSignal(p: PendingSignal): void {
+    this.pendingSignals.add(p);
     this.later(() => {
-      group.data.scalingInProgress = false;
-      if (stack.deleted || !stack.resources.has(group.name)) return;
-      const child = group.nestedStackId ? this.stacks.get(group.nestedStackId) : undefined;
-      const current = child ? [...child.resources.values()].filter((m) => !isFailed(m)).length : 0;
-      const type = String(r.props.adjustment_type ?? 'change_in_capacity');
-      const adj = num(r.props.scaling_adjustment, 0);
-      let capacity = current;
-      if (type === 'exact_capacity') capacity = adj;
-      else if (type === 'percent_change_in_capacity') {
-        const delta = (current * adj) / 100;
-        const step = num(r.props.min_adjustment_step, 0);
-        let d = delta < 0 ? Math.ceil(delta) : Math.floor(delta);
-        if (Math.abs(d) < step) d = Math.sign(adj) * step;
-        if (d === 0 && adj !== 0) d = Math.sign(adj);
-        capacity = current + d;
-      } else capacity = current + adj;
-      try {
-        this.resizeGroup(stack, group, group.props, capacity);
-        const cooldown = num(r.props.cooldown, num(group.props.cooldown, 0));
-        group.data.cooldownEnd = Date.now() + cooldown * 1000;
-        this.resourceEvent(stack, r, 'SIGNAL', 'COMPLETE', reasonText);
-      } catch (e) {
-        this.resourceEvent(stack, r, 'SIGNAL', 'FAILED', e instanceof Error ? e.message : String(e));
-      }
+      this.pendingSignals.delete(p);
+      this.applySignal(p);
     });
+  }
+
+  private applySignal({ stack, policy: r, group, details }: PendingSignal): void {
+    const reasonText = `Signal: ${details === undefined || details === null ? 'None' : JSON.stringify(details)}`;
+    group.data.scalingInProgress = false;
+    if (stack.deleted || !stack.resources.has(group.name)) return;
+    const child = group.nestedStackId ? this.stacks.get(group.nestedStackId) : undefined;
+    const current = child ? [...child.resources.values()].filter((m) => !isFailed(m)).length : 0;
+    const type = String(r.props.adjustment_type ?? 'change_in_capacity');
+    const adj = num(r.props.scaling_adjustment, 0);
+    let capacity = current;
+    if (type === 'exact_capacity') capacity = adj;
+    else if (type === 'percent_change_in_capacity') {
+      const delta = (current * adj) / 100;
+      const step = num(r.props.min_adjustment_step, 0);
+      let d = delta < 0 ? Math.ceil(delta) : Math.floor(delta);
+      if (Math.abs(d) < step) d = Math.sign(adj) * step;
+      if (d === 0 && adj !== 0) d = Math.sign(adj);
+      capacity = current + d;
+    } else capacity = current + adj;
+    try {
+      this.resizeGroup(stack, group, group.props, capacity);
+      const cooldown = num(r.props.cooldown, num(group.props.cooldown, 0));
+      group.data.cooldownEnd = Date.now() + cooldown * 1000;
+      this.resourceEvent(stack, r, 'SIGNAL', 'COMPLETE', reasonText);
+    } catch (e) {
+      this.resourceEvent(stack, r, 'SIGNAL', 'FAILED', e instanceof Error ? e.message : String(e));
+    }
   }
 
   /** Output values of a stack (errors reported per output, as Heat does). */
@@ -1259,7 +1387,11 @@ export class HeatEngine {
     }
     const t = setTimeout(() => {
       this.timers.delete(t);
-      fn();
+      try {
+        fn();
+      } finally {
+        this.deps.onChange?.();
+      }
     }, delay);
     this.timers.add(t);
   }
