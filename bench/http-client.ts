@@ -3,6 +3,7 @@
  * on /vnflcm/v2, errors thrown with the answer, and a poll of an op occ until it ends.
  */
 import { setTimeout as sleep } from 'node:timers/promises';
+import { vnfmRequest } from '../test/helpers/http.ts';
 
 // biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON
 export type Json = Record<string, any>;
@@ -17,19 +18,9 @@ export interface Answer {
 /** A caller bound to the VNFM at `base`; 4xx/5xx answers throw. */
 export function apiClient(base: string): { call(method: string, path: string, body?: unknown): Promise<Answer>; waitDone(opId: string): Promise<Json> } {
   async function call(method: string, path: string, body?: unknown): Promise<Answer> {
-    const headers: Record<string, string> = path.startsWith('/vnflcm/v2') ? { version: '2.0.0' } : {};
-    let payload: string | Uint8Array<ArrayBuffer> | undefined;
-    if (Buffer.isBuffer(body)) {
-      headers['content-type'] = 'application/zip';
-      payload = new Uint8Array(body);
-    } else if (body !== undefined) {
-      headers['content-type'] = 'application/json';
-      payload = JSON.stringify(body);
-    }
-    const r = await fetch(`${base}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
-    const text = await r.text();
-    if (r.status >= 400) throw new Error(`${method} ${path}: ${r.status} ${text}`);
-    return { status: r.status, json: text ? JSON.parse(text) : {}, location: r.headers.get('location') };
+    const r = await vnfmRequest(base, method, path, body);
+    if (r.status >= 400) throw new Error(`${method} ${path}: ${r.status} ${r.text}`);
+    return { status: r.status, json: r.body, location: r.headers.get('location') };
   }
   /** Polls the op occ every 5 ms until COMPLETED; throws on FAILED_TEMP, FAILED, ROLLED_BACK. */
   async function waitDone(opId: string): Promise<Json> {

@@ -3,7 +3,10 @@
  *
  * Guarantees (the reasons this exists instead of Tacker's fire-and-forget threads):
  * - **Order per subscription.** Only the lowest-id PENDING row of a subscription (its "head") is
- *   ever eligible; the next one waits until the head is DELIVERED or DEAD.
+ *   ever eligible; the next one waits until the head is DELIVERED or DEAD. Ids are drawn at
+ *   insert, so two transactions can commit in the other order than their ids: a row is eligible
+ *   only once every transaction that was running when it got its id has ended
+ *   (`deliverable_after_xid`, see `Notifier.enqueue`), so the head is final in commit order.
  * - **Isolation.** A consumer that is down or slow delays only its own subscription; other
  *   subscriptions are delivered in parallel (bounded), and LCM work never waits for delivery.
  * - **At most one delivery in flight per row, across processes.** Heads are claimed with
@@ -309,6 +312,8 @@ export class DeliveryWorker {
         where o.id in (select distinct on (subscription_id) id from outbox
                        where status = 'PENDING' order by subscription_id, id)
           and o.status = 'PENDING' and o.next_attempt_at <= now()
+          -- commit order: no transaction that may hold a lower id of this subscription is running
+          and (o.deliverable_after_xid is null or o.deliverable_after_xid <= pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
         order by o.id
         limit ${limit}
         for update of o skip locked`.execute(tx);

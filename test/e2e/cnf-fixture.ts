@@ -14,6 +14,7 @@ import type { SyncOptions } from '../../src/lcm/sync.ts';
 import { type KubernetesSim, startKubernetesSim } from '../../src/sim/kubernetes/index.ts';
 import type { Store } from '../../src/store/db.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
+import { type Reply, vnfmRequest } from '../helpers/http.ts';
 import { csarOf, ROOT } from '../helpers/packages.ts';
 
 /** Body of an API answer (parsed JSON; `{}` when empty). */
@@ -21,12 +22,7 @@ import { csarOf, ROOT } from '../helpers/packages.ts';
 export type Json = Record<string, any>;
 
 /** One HTTP answer. */
-export interface Reply {
-  status: number;
-  headers: Headers;
-  body: Json;
-  text: string;
-}
+export type { Reply } from '../helpers/http.ts';
 
 /** The deploy files of the sample CNF (samples/README.md). */
 export const DEF_FILES = ['Files/kubernetes/pod.yaml', 'Files/kubernetes/replicaset.yaml', 'Files/kubernetes/deployment.yaml', 'Files/kubernetes/daemonset.yaml', 'Files/kubernetes/statefulset.yaml'];
@@ -63,27 +59,7 @@ export async function startCnfEnv(opts: { kubeletDelayMs?: number; sync?: Partia
       config: { runner: { pollMs: 100 }, vim: { kubernetesWaitMs: 30_000 }, sync: { intervalMs: 0, settleAttempts: 10, settleDelayMs: 200, ...(opts.sync ?? {}) } },
     });
     const v = vnfm;
-    const api = async (method: string, path: string, body?: unknown): Promise<Reply> => {
-      const headers: Record<string, string> = {};
-      if (path.startsWith('/vnflcm/v2')) headers.version = '2.0.0';
-      let payload: string | Uint8Array<ArrayBuffer> | undefined;
-      if (Buffer.isBuffer(body)) {
-        headers['content-type'] = 'application/zip';
-        payload = new Uint8Array(body);
-      } else if (body !== undefined) {
-        headers['content-type'] = 'application/json';
-        payload = JSON.stringify(body);
-      }
-      const res = await fetch(`${v.url}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
-      const text = await res.text();
-      let parsed: Json = {};
-      try {
-        parsed = text ? (JSON.parse(text) as Json) : {};
-      } catch {
-        parsed = {};
-      }
-      return { status: res.status, headers: res.headers, body: parsed, text };
-    };
+    const api = (method: string, path: string, body?: unknown): Promise<Reply> => vnfmRequest(v.url, method, path, body);
     const simControl = async (method: string, path: string, body?: unknown): Promise<Json> => {
       const res = await fetch(`${sim.httpUrl}/_sim/${path}`, {
         method,

@@ -21,6 +21,7 @@ import { join } from 'node:path';
 import { after, describe, it } from 'node:test';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
 import { freePort } from '../helpers/app.ts';
+import { type Reply, vnfmRequest } from '../helpers/http.ts';
 import { ROOT } from '../helpers/packages.ts';
 import { until as waitUntil } from '../helpers/wait.ts';
 import { DEF_FILES } from './cnf-fixture.ts';
@@ -106,20 +107,8 @@ describe('the simulated cloud of `vnfm start` survives kill -9 (real processes)'
     );
   }
 
-  async function api(method: string, path: string, body?: unknown): Promise<{ status: number; body: Json; text: string; headers: Headers }> {
-    const headers: Record<string, string> = {};
-    if (path.startsWith('/vnflcm/v2')) headers.version = '2.0.0';
-    let payload: string | Uint8Array | undefined;
-    if (Buffer.isBuffer(body)) {
-      headers['content-type'] = 'application/zip';
-      payload = new Uint8Array(body);
-    } else if (body !== undefined) {
-      headers['content-type'] = 'application/json';
-      payload = JSON.stringify(body);
-    }
-    const res = await fetch(`${url}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload as BodyInit }) });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as Json) : {}, text, headers: res.headers };
+  function api(method: string, path: string, body?: unknown): Promise<Reply> {
+    return vnfmRequest(url, method, path, body);
   }
 
   async function onboard(dir: string): Promise<string> {

@@ -349,6 +349,43 @@ await describeStores('notification delivery', (env) => {
     }
   });
 
+  it('delivers in commit order: a committed row waits while a transaction holding a lower id of its subscription is open', { skip: env.openSecond ? false : 'one PGlite handle runs one transaction at a time (the race needs two connections)' }, async () => {
+    await vnfm.notify.worker.stop();
+    try {
+      const vnfdId = `vnfd-${randomUUID()}`;
+      const path = `/commit-order-${vnfdId.slice(5, 13)}`;
+      await subscribe('v2', path, only(vnfdId));
+      const inst = facts({ vnfdId });
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let enqueued!: () => void;
+      const inOpenTx = new Promise<void>((r) => (enqueued = r));
+      // T1 (second pool) draws the lower outbox id and stays open; T2 draws the next one and commits.
+      const t1 = secondDb.transaction().execute(async (tx) => {
+        await vnfm.ctx.notifier.enqueue(tx, opEvent(inst, 'STARTING'));
+        enqueued();
+        await gate;
+      });
+      await inOpenTx;
+      await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'PROCESSING'));
+      const w = new DeliveryWorker({ db: vnfm.store.db, box: vnfm.ctx.box, config: vnfm.ctx.config, log: vnfm.ctx.log, metrics: vnfm.ctx.metrics, concurrency: 1000, pollMs: 10 });
+      try {
+        await w.drainOnce();
+        assert.deepEqual(rx.posts(path), [], 'the committed row is held while T1 (lower id) is open');
+      } finally {
+        release();
+        await t1;
+      }
+      await waitFor(async () => {
+        await w.drainOnce();
+        return rx.posts(path).length >= 2;
+      }, 30_000, 'both delivered');
+      assert.deepEqual(rx.posts(path).map((n) => n.operationState), ['STARTING', 'PROCESSING']);
+    } finally {
+      vnfm.notify.worker.start();
+    }
+  });
+
   const how = env.openSecond ? 'two connection pools, claims contend' : 'one PGlite handle: claims serialised, no lock contention exercised';
   it(`two workers on one database deliver every row exactly once, in order per subscription (${how})`, async () => {
     await twoWorkers(vnfm, rx, secondDb);

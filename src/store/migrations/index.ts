@@ -10,7 +10,7 @@
 import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } from 'kysely';
 import { AUTOHEAL_INTAKE_MIGRATION, AUTOHEAL_MIGRATION, m100 as autoheal100, m101 as autohealIntake101 } from './autoheal.ts';
 import { LCM_COMMAND_ORIGIN_MIGRATION, LCM_RETRY_FENCING_MIGRATION, m110 as lcmRetryFencing110, m150 as lcmCommandOrigin150 } from './lcm.ts';
-import { OUTBOX_RETRY_WINDOW_MIGRATION, m120 as outboxRetryWindow120 } from './notify.ts';
+import { OUTBOX_RETRY_WINDOW_MIGRATION, m120 as outboxRetryWindow120, OUTBOX_COMMIT_ORDER_MIGRATION, m160 as outboxCommitOrder160 } from './notify.ts';
 import { PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m140 as packageOnboardAttempts140 } from './packages.ts';
 
 const m001: Migration = {
@@ -159,6 +159,7 @@ export const MIGRATIONS: readonly (readonly [name: string, migration: Migration]
   ['130_list_keyset_indexes', m130],
   [PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, packageOnboardAttempts140],
   [LCM_COMMAND_ORIGIN_MIGRATION, lcmCommandOrigin150],
+  [OUTBOX_COMMIT_ORDER_MIGRATION, outboxCommitOrder160],
 ];
 
 // Kysely applies (and checks executed ones) in name order: the list must already be in that order.

@@ -15,6 +15,12 @@ declare module '../schema.ts' {
   interface OutboxTable {
     /** Start of the failure streak this row belongs to; null while nothing failed. */
     failing_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
+    /**
+     * Transaction id bound (`pg_snapshot_xmax` right after the row got its id): the row is
+     * delivered only once every transaction with a lower id has ended, so a concurrent transaction
+     * holding a lower outbox id that commits later is delivered first. Null on older rows.
+     */
+    deliverable_after_xid: ColumnType<string | null, string | null | undefined, string | null>;
     /** When the row went DEAD. */
     dead_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   }
@@ -28,5 +34,14 @@ export const m120: Migration = {
     await sql`alter table outbox add column failing_since timestamptz, add column dead_at timestamptz`.execute(db);
     // Dead rows are listed per subscription by the operator API.
     await sql`create index outbox_dead on outbox (subscription_id, id) where status = 'DEAD'`.execute(db);
+  },
+};
+
+/** Name of the migration that orders delivery by commit (see `deliverable_after_xid`). */
+export const OUTBOX_COMMIT_ORDER_MIGRATION = '160_outbox_commit_order';
+
+export const m160: Migration = {
+  async up(db: Kysely<unknown>) {
+    await sql`alter table outbox add column deliverable_after_xid bigint`.execute(db);
   },
 };
