@@ -29,6 +29,7 @@ import { WorkQueue } from './controllers/work-queue.ts';
 import { ApiFaults } from './faults.ts';
 import { ObjectStore } from './object-store.ts';
 import { R } from './resource-registry.ts';
+import { DeleteJournal } from './journal.ts';
 import { createSimControl } from './sim-control.ts';
 import { createSelfSignedCert } from './tls-cert.ts';
 
@@ -121,6 +122,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   bootstrap(api, Math.max(0, opts.nodes ?? 3));
 
   const faults = new ApiFaults();
+  const journal = new DeleteJournal();
   let address = '';
   // The control handler needs the server's watch registry, created just below.
   let server: ApiServer | undefined;
@@ -132,8 +134,9 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
     nodes,
     endWatches: () => server?.endWatches(),
     watchCount: () => server?.watchCount() ?? 0,
+    journal,
   });
-  server = new ApiServer({ api, store, faults, token, log, simControl, serverAddress: () => address });
+  server = new ApiServer({ api, store, faults, token, log, simControl, journal, serverAddress: () => address });
   const apiServer = server;
   const cert = createSelfSignedCert([host]);
   const httpServer = createHttpServer(apiServer.handle);
