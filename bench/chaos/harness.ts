@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
-import { type Child, freePort, GiveUp, http, type HttpAnswer, type Json, NotSent, rng, startChild, startThrowawayPg, Unknown, until } from './procs.ts';
+import { type Child, freePort, freeServerPort, GiveUp, http, type HttpAnswer, type Json, NotSent, rng, startChild, startThrowawayPg, Unknown, until } from './procs.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SIM_SECRET = 'chaos-sim-secret';
@@ -225,7 +225,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
 
     // ---- simulators
     const simEnv = { OS_SIM_ADMIN_SECRET: SIM_SECRET, SN_SIM_ADMIN_SECRET: SIM_SECRET };
-    const proxyPort = await freePort();
+    const proxyPort = await freeServerPort();
     const proxyUrl = `http://127.0.0.1:${proxyPort}`;
     const osPort = await freePort();
     const osSim = startChild('sim-openstack', join(ROOT, 'src/sim/openstack/main.ts'), ['--port', String(osPort), '--heat-delay-ms', '50', '--vnfm-url', `${proxyUrl}/`], { cwd: ROOT, logDir, env: simEnv });
@@ -270,12 +270,13 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       }),
     );
     const replicas: Replica[] = [];
-    for (let i = 0; i < nReplicas; i++) {
-      const port = await freePort();
-      replicas.push({ index: i, port, url: `http://127.0.0.1:${port}`, generation: 0 });
-    }
+    for (let i = 0; i < nReplicas; i++) replicas.push({ index: i, port: 0, url: 'http://127.0.0.1:9', generation: 0 });
     const startReplica = async (r: Replica): Promise<void> => {
       r.generation++;
+      // A port of its own per generation (the proxy is every replica's public URL, so nothing
+      // outside the harness knows a replica's port).
+      r.port = await freeServerPort();
+      r.url = `http://127.0.0.1:${r.port}`;
       const where = databaseUrl ? ['--database-url', databaseUrl] : ['--data-dir', join(work, 'pglite')];
       const child = startChild(`vnfm-${r.index}`, join(ROOT, 'src/cli/main.ts'), ['start', '--no-sim', '--config', cfgFile, ...where, '--port', String(r.port), '--public-url', proxyUrl, '--log-level', 'info'], {
         cwd: ROOT,
@@ -369,7 +370,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       at: number;
     }
     const received: Received[] = [];
-    const subPort = await freePort();
+    const subPort = await freeServerPort();
     let subServer: Server | undefined;
     const onNotify = (req: IncomingMessage, res: ServerResponse): void => {
       if (req.method === 'GET') {
@@ -789,6 +790,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     };
     const heat = [...heatJournal.values()];
     const pods = [...podJournal.values()];
+    const matched = { vmVnfcHeals: 0, serversMarked: 0, vmEntireHeals: 0, stacksRecreated: 0, cnfVnfcHeals: 0, podsDeleted: 0, cnfEntireHeals: 0, workloadsDeleted: 0, scales: 0 };
     for (const o of ops) {
       if (!instIds.has(o.vnfInstanceId) || o.operation === 'INSTANTIATE') continue;
       const me = instances.find((i) => i.id === o.vnfInstanceId) as Instance;
@@ -801,6 +803,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         if (done && req && req.vnfcsAfter !== undefined) {
           const type = req.scaleType ?? params.type;
           const want = req.vnfcsBefore + (type === 'SCALE_OUT' ? 1 : -1);
+          matched.scales++;
           if (req.vnfcsAfter !== want) i2.violations.push(`SCALE ${o.id} (${type}) on ${me.kind} ${me.id}: ${req.vnfcsBefore} -> ${req.vnfcsAfter} VNFCs, expected ${want}`);
         }
         continue;
@@ -815,10 +818,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
           const top = mine.filter((e) => e.stackName === `vnf-${me.id}`);
           const deleted = new Set(top.filter((e) => e.operation === 'delete').map((e) => e.stackId));
           const created = new Set(top.filter((e) => e.operation === 'create').map((e) => e.stackId));
+          matched.vmEntireHeals++;
+          matched.stacksRecreated += created.size;
           if (deleted.size > 1 || created.size > 1) i2.violations.push(`entire HEAL ${o.id} on VM ${me.id}: ${deleted.size} stacks deleted, ${created.size} created (expected 1 and 1)`);
           if (done && !retried && (deleted.size !== 1 || created.size !== 1)) i2.violations.push(`entire HEAL ${o.id} COMPLETED on VM ${me.id} with ${deleted.size} stack deletions and ${created.size} creations`);
         } else {
           const marked = new Set(mine.filter((e) => e.operation === 'mark_unhealthy' && e.unhealthy === true).map((e) => e.physicalId));
+          matched.vmVnfcHeals++;
+          matched.serversMarked += marked.size;
           const repeats = mine.filter((e) => e.operation === 'mark_unhealthy' && e.unhealthy === true).length - marked.size;
           if (repeats > 0) i2.notes.push(`HEAL ${o.id}: ${repeats} mark-unhealthy call(s) re-issued for the same server (idempotent resume)`);
           if (wantN !== undefined && marked.size > wantN) i2.violations.push(`HEAL ${o.id} on VM ${me.id}: ${marked.size} servers marked unhealthy for ${wantN} VNFC(s) (${[...marked].join(', ')})`);
@@ -834,16 +841,23 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
             if (!per.has(k)) per.set(k, new Set());
             per.get(k)?.add(e.uid);
           }
+          matched.cnfEntireHeals++;
+          matched.workloadsDeleted += per.size;
           for (const [k, uids] of per) if (uids.size > 1) i2.violations.push(`entire HEAL ${o.id} on CNF ${me.id}: ${k} deleted in ${uids.size} incarnations`);
           if (done && per.size === 0) i2.violations.push(`entire HEAL ${o.id} COMPLETED on CNF ${me.id} without deleting any workload`);
         } else {
           const uids = new Set(mine.filter((e) => e.kind === 'Pod').map((e) => e.uid));
+          matched.cnfVnfcHeals++;
+          matched.podsDeleted += uids.size;
           if (wantN !== undefined && uids.size > wantN) i2.violations.push(`HEAL ${o.id} on CNF ${me.id}: ${uids.size} pods deleted for ${wantN} VNFC(s) (${mine.filter((e) => e.kind === 'Pod').map((e) => e.name).join(', ')})`);
           if (done && wantN !== undefined && uids.size < wantN) i2.violations.push(`HEAL ${o.id} COMPLETED on CNF ${me.id}: ${uids.size} pods deleted for ${wantN} VNFC(s)`);
         }
       }
     }
     i2.notes.push(`${heat.length} Heat journal entries, ${pods.length} Kubernetes deletions observed`);
+    i2.notes.push(
+      `matched to the VIM journals: ${matched.vmVnfcHeals} VM VNFC heals (${matched.serversMarked} servers marked unhealthy), ${matched.vmEntireHeals} VM entire heals (${matched.stacksRecreated} stacks re-created), ${matched.cnfVnfcHeals} CNF VNFC heals (${matched.podsDeleted} pods deleted), ${matched.cnfEntireHeals} CNF entire heals (${matched.workloadsDeleted} workloads deleted), ${matched.scales} scales (VNFC count before/after)`,
+    );
 
     // 3. each fault batch became exactly one heal
     const i3 = inv('each fault batch -> exactly one heal');

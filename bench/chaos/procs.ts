@@ -54,6 +54,24 @@ export function freePort(): Promise<number> {
   });
 }
 
+/**
+ * A free port outside the kernel's ephemeral range (32768-60999 on Linux), for a server that is
+ * killed and started again: in the ephemeral range, one of the many short client connections of
+ * the run may hold the port as its local end meanwhile (EADDRINUSE at the restart).
+ */
+export async function freeServerPort(lo = 20_000, hi = 32_000): Promise<number> {
+  for (let i = 0; i < 200; i++) {
+    const port = lo + Math.floor(Math.random() * (hi - lo));
+    const ok = await new Promise<boolean>((resolve) => {
+      const s = createServer();
+      s.once('error', () => resolve(false));
+      s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+    });
+    if (ok) return port;
+  }
+  throw new Error(`no free port in ${lo}-${hi}`);
+}
+
 /** One HTTP answer. */
 export interface HttpAnswer {
   status: number;
