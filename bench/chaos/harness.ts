@@ -925,10 +925,18 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       report.notificationsDelivered += firsts.length;
       for (const r of rows) if (!seen.has(String(r.notificationId))) i4.violations.push(`${v}: outbox row ${r.id} (${r.notificationType}, ${r.status}) never received`);
       for (const x of firsts) if (!seq.has(x.id)) i4.violations.push(`${v}: received ${x.id}, which is not in the outbox`);
+      const rowOf = new Map(rows.map((r) => [Number(r.id), r]));
+      const firstOf = new Map(firsts.map((x) => [seq.get(x.id) ?? 0, x]));
+      const describe = (n: number): string => {
+        const r = rowOf.get(n);
+        const x = firstOf.get(n);
+        const b = x?.body ?? {};
+        return `row ${n} [${b.notificationType ?? r?.notificationType} op ${b.vnfLcmOpOccId ?? '-'} ${b.operation ?? ''} ${b.operationState ?? ''}/${b.notificationStatus ?? ''} instance ${b.vnfInstanceId ?? '-'}; created ${r?.createdAt}, delivered ${r?.deliveredAt}, received ${x ? new Date(x.at).toISOString() : '-'}]`;
+      };
       let last = 0;
       for (const x of firsts) {
         const s = seq.get(x.id) ?? 0;
-        if (s < last) i4.violations.push(`${v}: notification row ${s} received after row ${last}`);
+        if (s < last) i4.violations.push(`${v}: outbox row ${s} received after row ${last}: ${describe(last)} then ${describe(s)}`);
         last = Math.max(last, s);
       }
       const perOp = new Map<string, Json[]>();
