@@ -17,6 +17,7 @@ import { openApiV3Doc, openApiV3Root } from './openapi.ts';
 import { decodeKubernetesProtobuf, isProtobuf } from './protobuf.ts';
 import { findResource, R, type ResourceDef } from './resource-registry.ts';
 import { exactName, type FieldRequirement, type LabelSelectorReq, matchFields, matchLabels, parseFieldSelector, parseLabelSelector, selectorToString } from './selectors.ts';
+import type { DeleteJournal } from './journal.ts';
 import { type IncludeObject, toTable } from './table.ts';
 import type { KubeObject, Loose, WatchEventType } from './types.ts';
 
@@ -31,6 +32,8 @@ export interface ApiServerDeps {
   token: string;
   log: (line: string) => void;
   simControl: SimControlHandler;
+  /** Client deletions are recorded here (`GET /_sim/journal`). */
+  journal?: DeleteJournal;
   /** `host:port` advertised in `/api`. */
   serverAddress: () => string;
 }
@@ -380,7 +383,9 @@ export class ApiServer {
     if (def === R.pods && sub === 'log' && method === 'GET') return this.podLog(res, ns, name, q);
     if (def === R.pods && sub === 'eviction' && method === 'POST') {
       api.get(def, ns, name);
-      api.delete(def, ns, name, deleteOptions(new URLSearchParams(), body?.deleteOptions ?? {}, dryRun));
+      const opts = deleteOptions(new URLSearchParams(), body?.deleteOptions ?? {}, dryRun);
+      const { obj } = api.delete(def, ns, name, opts);
+      if (!dryRun) this.d.journal?.record(obj, def.kind, 'eviction');
       this.send(res, 201, statusOk(201));
       return 201;
     }
@@ -461,6 +466,7 @@ export class ApiServer {
   private deleteOne(res: ServerResponse, def: ResourceDef, ns: string, name: string, q: URLSearchParams, body: Loose, dryRun: boolean): number {
     const opts = deleteOptions(q, body ?? {}, dryRun);
     const { obj, removed } = this.d.api.delete(def, ns, name, opts);
+    if (!dryRun) this.d.journal?.record(obj, def.kind, 'delete');
     if (removed && def !== R.pods) {
       const details: Loose = { name, kind: def.plural, uid: obj.metadata.uid };
       if (def.group) details.group = def.group;
@@ -478,7 +484,9 @@ export class ApiServer {
     const out: KubeObject[] = [];
     for (const o of items) {
       try {
-        out.push(this.d.api.delete(r.def, o.metadata.namespace ?? '', o.metadata.name as string, opts).obj);
+        const gone = this.d.api.delete(r.def, o.metadata.namespace ?? '', o.metadata.name as string, opts).obj;
+        if (!dryRun) this.d.journal?.record(gone, r.def.kind, 'deletecollection');
+        out.push(gone);
       } catch (err) {
         if (!(err instanceof ApiError) || err.code !== 404) throw err;
       }

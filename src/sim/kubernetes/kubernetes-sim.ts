@@ -29,6 +29,7 @@ import { StatefulSetController } from './controllers/statefulset-controller.ts';
 import { StorageController } from './controllers/storage-controller.ts';
 import { WorkQueue } from './controllers/work-queue.ts';
 import { ApiFaults } from './faults.ts';
+import { DeleteJournal } from './journal.ts';
 import { ObjectStore, type StoreSnapshot } from './object-store.ts';
 import { R, RESOURCES } from './resource-registry.ts';
 import { createSimControl } from './sim-control.ts';
@@ -176,6 +177,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   } else bootstrap(api, Math.max(0, opts.nodes ?? 3));
 
   const faults = new ApiFaults();
+  const journal = new DeleteJournal();
   let address = '';
   // The control handler needs the server's watch registry, created just below.
   let server: ApiServer | undefined;
@@ -187,8 +189,9 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
     nodes,
     endWatches: () => server?.endWatches(),
     watchCount: () => server?.watchCount() ?? 0,
+    journal,
   });
-  server = new ApiServer({ api, store, faults, token, log, simControl, serverAddress: () => address });
+  server = new ApiServer({ api, store, faults, token, log, simControl, journal, serverAddress: () => address });
   const apiServer = server;
   const snapshot = (): KubernetesSnapshot => ({
     store: store.snapshot(),

@@ -1,7 +1,8 @@
 /**
  * The `/_sim` control API: fault injection and inspection from outside the process (tests, demos,
  * benchmarks). Fail / restart a pod, fail / recover / add a node, add API latency, break the API
- * (5xx for N requests or until cleared), change the kubelet delay, and read a state summary.
+ * (5xx for N requests or until cleared), change the kubelet delay, read a state summary and the
+ * journal of client deletions (`GET /_sim/journal?since=N`).
  */
 import type { ClusterApi } from './cluster-api.ts';
 import type { ControllerContext } from './controllers/context.ts';
@@ -9,6 +10,7 @@ import { isNodeReady, isPodReady, setCondition } from './controllers/helpers.ts'
 import type { Kubelet } from './controllers/kubelet.ts';
 import { type NodeController, workerNode } from './controllers/node-controller.ts';
 import type { ApiFaults } from './faults.ts';
+import type { DeleteJournal } from './journal.ts';
 import { nowTs } from './names.ts';
 import { R } from './resource-registry.ts';
 import type { Loose } from './types.ts';
@@ -23,6 +25,8 @@ export interface SimControlDeps {
   /** Ends open watch streams (simulated outage). */
   endWatches: () => void;
   watchCount: () => number;
+  /** Client deletions (`GET /_sim/journal?since=N`). */
+  journal: DeleteJournal;
 }
 
 interface Reply {
@@ -114,6 +118,7 @@ export function createSimControl(deps: SimControlDeps): (method: string, path: s
     const seg = path.split('/').filter(Boolean).slice(1);
     const [a, b, c, d] = seg;
     if (method === 'GET' && (a === 'state' || a === undefined)) return state(query);
+    if (method === 'GET' && a === 'journal') return ok({ deletions: deps.journal.list(num(query.get('since'), 0)) });
     if (a === 'pods' && b && c && method === 'POST') {
       if (d === 'fail') return failPod(b, c, body);
       if (d === 'restart') {
