@@ -903,8 +903,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     // 4. notifications delivered once, in order
     const i4 = inv('notifications: all delivered, once, in order');
     for (const v of ['v1', 'v2'] as const) {
-      const rows = ((await get(`/vnfm/v1/notifications?subscriptionId=${subs[v]}&limit=10000`)) as unknown as Json[]).sort((a, b) => Number(a.id) - Number(b.id));
-      const seq = new Map(rows.map((r) => [String(r.notificationId), Number(r.id)]));
+      // Delivery order is the row's `sequence` (commit order), not its id (drawn at insert).
+      const rows = ((await get(`/vnfm/v1/notifications?subscriptionId=${subs[v]}&limit=10000`)) as unknown as Json[]).sort((a, b) => Number(a.sequence ?? a.id) - Number(b.sequence ?? b.id));
+      const seq = new Map(rows.map((r) => [String(r.notificationId), Number(r.sequence ?? r.id)]));
       const notDelivered = rows.filter((r) => r.status !== 'DELIVERED');
       for (const r of notDelivered) i4.violations.push(`${v}: outbox row ${r.id} (${r.notificationType}) is ${r.status}: ${r.lastError ?? ''}`);
       const mine = received.filter((x) => x.sub === subs[v]);
@@ -925,18 +926,18 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       report.notificationsDelivered += firsts.length;
       for (const r of rows) if (!seen.has(String(r.notificationId))) i4.violations.push(`${v}: outbox row ${r.id} (${r.notificationType}, ${r.status}) never received`);
       for (const x of firsts) if (!seq.has(x.id)) i4.violations.push(`${v}: received ${x.id}, which is not in the outbox`);
-      const rowOf = new Map(rows.map((r) => [Number(r.id), r]));
+      const rowOf = new Map(rows.map((r) => [Number(r.sequence ?? r.id), r]));
       const firstOf = new Map(firsts.map((x) => [seq.get(x.id) ?? 0, x]));
       const describe = (n: number): string => {
         const r = rowOf.get(n);
         const x = firstOf.get(n);
         const b = x?.body ?? {};
-        return `row ${n} [${b.notificationType ?? r?.notificationType} op ${b.vnfLcmOpOccId ?? '-'} ${b.operation ?? ''} ${b.operationState ?? ''}/${b.notificationStatus ?? ''} instance ${b.vnfInstanceId ?? '-'}; created ${r?.createdAt}, delivered ${r?.deliveredAt}, received ${x ? new Date(x.at).toISOString() : '-'}]`;
+        return `row ${r?.id ?? '?'} (sequence ${n}) [${b.notificationType ?? r?.notificationType} op ${b.vnfLcmOpOccId ?? '-'} ${b.operation ?? ''} ${b.operationState ?? ''}/${b.notificationStatus ?? ''} instance ${b.vnfInstanceId ?? '-'}; created ${r?.createdAt}, delivered ${r?.deliveredAt}, received ${x ? new Date(x.at).toISOString() : '-'}]`;
       };
       let last = 0;
       for (const x of firsts) {
         const s = seq.get(x.id) ?? 0;
-        if (s < last) i4.violations.push(`${v}: outbox row ${s} received after row ${last}: ${describe(last)} then ${describe(s)}`);
+        if (s < last) i4.violations.push(`${v}: sequence ${s} received after sequence ${last}: ${describe(last)} then ${describe(s)}`);
         last = Math.max(last, s);
       }
       const perOp = new Map<string, Json[]>();

@@ -3,10 +3,13 @@
  *
  * Guarantees (the reasons this exists instead of Tacker's fire-and-forget threads):
  * - **Order per subscription.** Only the lowest-id PENDING row of a subscription (its "head") is
- *   ever eligible; the next one waits until the head is DELIVERED or DEAD. Ids are drawn at
- *   insert, so two transactions can commit in the other order than their ids: a row is eligible
- *   only once every transaction that was running when it got its id has ended
- *   (`deliverable_after_xid`, see `Notifier.enqueue`), so the head is final in commit order.
+ *   ever eligible; the next one waits until the head is DELIVERED or DEAD. "Lowest" is the row's
+ *   delivery sequence (`seq`), not its id: ids are drawn at insert and transactions may commit in
+ *   the other order, so each claim first stamps the rows that became visible since the last one
+ *   with the next sequence numbers (in id order among them), one stamper at a time (an advisory
+ *   transaction lock). A row is stamped once, when it is first seen, so the order is the commit
+ *   order and never changes; the notifications of one op are in its order (each is committed
+ *   before the next is created).
  * - **Isolation.** A consumer that is down or slow delays only its own subscription; other
  *   subscriptions are delivered in parallel (bounded), and LCM work never waits for delivery.
  * - **At most one delivery in flight per row, across processes.** Heads are claimed with
@@ -37,6 +40,9 @@ import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 import { vnfmError } from '../errors.ts';
 import { CallbackAuthenticator, CallbackError, type NotificationCredentials, callConsumer } from './auth.ts';
+
+/** Advisory lock key of the outbox stamper (one claim stamps at a time, across processes). */
+const OUTBOX_STAMP_LOCK = 0x76_6e_66_6d_01; // 'vnfm' + 1
 
 /** Status values of an outbox row. */
 export const OUTBOX_STATUS = { PENDING: 'PENDING', DELIVERED: 'DELIVERED', DEAD: 'DEAD' } as const;
@@ -236,7 +242,7 @@ export class DeliveryWorker {
     const r = await sql<{ ms: number | string | null }>`
       select extract(epoch from (min(h.next_attempt_at) - now())) * 1000 as ms
       from (select distinct on (subscription_id) next_attempt_at from outbox
-            where status = 'PENDING' order by subscription_id, id) h`.execute(this.db);
+            where status = 'PENDING' order by subscription_id, seq nulls last, id) h`.execute(this.db);
     const ms = r.rows[0]?.ms;
     return ms === null || ms === undefined ? undefined : Math.ceil(Number(ms));
   }
@@ -307,14 +313,20 @@ export class DeliveryWorker {
     if (limit <= 0) return [];
     const leaseMs = this.leaseMs;
     return this.db.transaction().execute(async (tx) => {
+      // Stamp what became visible since the last claim (its own statement: a snapshot taken after
+      // the previous stamper committed).
+      await sql`select pg_advisory_xact_lock(${OUTBOX_STAMP_LOCK})`.execute(tx);
+      await sql`
+        update outbox o set seq = s.n
+        from (select id, (select coalesce(max(seq), 0) from outbox) + row_number() over (order by id) as n
+              from outbox where seq is null) s
+        where o.id = s.id`.execute(tx);
       const picked = await sql<{ id: number | string }>`
         select o.id from outbox o
         where o.id in (select distinct on (subscription_id) id from outbox
-                       where status = 'PENDING' order by subscription_id, id)
+                       where status = 'PENDING' order by subscription_id, seq)
           and o.status = 'PENDING' and o.next_attempt_at <= now()
-          -- commit order: no transaction that may hold a lower id of this subscription is running
-          and (o.deliverable_after_xid is null or o.deliverable_after_xid <= pg_snapshot_xmin(pg_current_snapshot())::text::bigint)
-        order by o.id
+        order by o.seq
         limit ${limit}
         for update of o skip locked`.execute(tx);
       if (picked.rows.length === 0) return [];
@@ -418,7 +430,7 @@ export class DeliveryWorker {
         // The subscriber has been failing all along: the next row continues the same streak.
         await sql`
           update outbox set failing_since = ${new Date(u.failing_since)}
-          where id = (select min(id) from outbox where subscription_id = ${u.subscription_id} and status = 'PENDING' and id > ${row.id})
+          where id = (select id from outbox where subscription_id = ${u.subscription_id} and status = 'PENDING' order by seq nulls last, id limit 1)
             and failing_since is null`.execute(tx);
       }
       return u;

@@ -4,7 +4,7 @@
  * committed; delivery (src/notify/delivery.ts) happens afterwards, in order per subscription.
  */
 import { randomUUID } from 'node:crypto';
-import { type Kysely, sql, type Transaction } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { affectedVirtualLinksToV1 } from '../model/sol-shapes.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
@@ -129,23 +129,16 @@ export class Notifier {
   /** Fans the event out to every matching subscription, inside `tx`. Returns how many were queued. */
   async enqueue(tx: Kysely<Database> | Transaction<Database>, ev: LcmEvent): Promise<number> {
     const subs = await tx.selectFrom('subscription').select(['id', 'api_version', 'verbosity', 'filter']).execute();
-    // One notification, one id, whichever subscriptions receive it.
+    // One notification, one id, whichever subscriptions receive it. The delivery order is not the
+    // row id (drawn at insert; transactions may commit in the other order): the delivery worker
+    // stamps rows in the order they become visible, i.e. commit order (`outbox.seq`).
     const notificationId = randomUUID();
-    const matched = subs.filter((s) => matchesSubscription(s.filter as SubscriptionFilter | null, ev));
-    const n = matched.length;
-    if (n === 0) return 0;
-    // Order per subscription is commit order, not id order: ids are drawn at insert, and two
-    // transactions may commit in the other order. So this transaction has its id before it draws
-    // outbox ids, and each row records the xid bound of a snapshot taken after its id was drawn;
-    // the delivery worker holds a row back until every transaction below that bound has ended
-    // (one of them may hold a lower outbox id of the same subscription, committed later).
-    await sql`select pg_current_xact_id()`.execute(tx);
-    const ids: number[] = [];
-    for (const s of matched) {
-      const r = await tx.insertInto('outbox').values({ subscription_id: s.id, notification: json(this.build(ev, s, notificationId)), status: 'PENDING', attempts: 0, next_attempt_at: new Date() }).returning('id').executeTakeFirstOrThrow();
-      ids.push(Number(r.id));
+    let n = 0;
+    for (const s of subs) {
+      if (!matchesSubscription(s.filter as SubscriptionFilter | null, ev)) continue;
+      await tx.insertInto('outbox').values({ subscription_id: s.id, notification: json(this.build(ev, s, notificationId)), status: 'PENDING', attempts: 0, next_attempt_at: new Date() }).execute();
+      n++;
     }
-    await sql`update outbox set deliverable_after_xid = pg_snapshot_xmax(pg_current_snapshot())::text::bigint where id in (${sql.join(ids)})`.execute(tx);
     // The caller's transaction commits right after; a short delay lets it land before the worker looks.
     if (n > 0 && this.listener) setTimeout(this.listener, 20).unref();
     return n;

@@ -349,12 +349,12 @@ await describeStores('notification delivery', (env) => {
     }
   });
 
-  it('delivers in commit order: a committed row waits while a transaction holding a lower id of its subscription is open', { skip: env.openSecond ? false : 'one PGlite handle runs one transaction at a time (the race needs two connections)' }, async () => {
+  it('delivers in commit order: a row committed while a transaction holding a lower id is open goes first; the order is kept', { skip: env.openSecond ? false : 'one PGlite handle runs one transaction at a time (the race needs two connections)' }, async () => {
     await vnfm.notify.worker.stop();
     try {
       const vnfdId = `vnfd-${randomUUID()}`;
       const path = `/commit-order-${vnfdId.slice(5, 13)}`;
-      await subscribe('v2', path, only(vnfdId));
+      const sub = await subscribe('v2', path, only(vnfdId));
       const inst = facts({ vnfdId });
       let release!: () => void;
       const gate = new Promise<void>((r) => (release = r));
@@ -362,16 +362,16 @@ await describeStores('notification delivery', (env) => {
       const inOpenTx = new Promise<void>((r) => (enqueued = r));
       // T1 (second pool) draws the lower outbox id and stays open; T2 draws the next one and commits.
       const t1 = secondDb.transaction().execute(async (tx) => {
-        await vnfm.ctx.notifier.enqueue(tx, opEvent(inst, 'STARTING'));
+        await vnfm.ctx.notifier.enqueue(tx, opEvent(inst, 'STARTING', 'INSTANTIATE'));
         enqueued();
         await gate;
       });
-      await inOpenTx;
-      await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'PROCESSING'));
       const w = new DeliveryWorker({ db: vnfm.store.db, box: vnfm.ctx.box, config: vnfm.ctx.config, log: vnfm.ctx.log, metrics: vnfm.ctx.metrics, concurrency: 1000, pollMs: 10 });
       try {
+        await inOpenTx;
+        await vnfm.ctx.notifier.enqueue(vnfm.store.db, opEvent(inst, 'STARTING', 'HEAL'));
         await w.drainOnce();
-        assert.deepEqual(rx.posts(path), [], 'the committed row is held while T1 (lower id) is open');
+        assert.deepEqual(rx.posts(path).map((n) => n.operation), ['HEAL'], 'the committed row is delivered; the open one is not visible yet');
       } finally {
         release();
         await t1;
@@ -380,7 +380,12 @@ await describeStores('notification delivery', (env) => {
         await w.drainOnce();
         return rx.posts(path).length >= 2;
       }, 30_000, 'both delivered');
-      assert.deepEqual(rx.posts(path).map((n) => n.operationState), ['STARTING', 'PROCESSING']);
+      assert.deepEqual(rx.posts(path).map((n) => n.operation), ['HEAL', 'INSTANTIATE']);
+      // The outbox says the same order: by sequence, not by id.
+      const r = await vnfm.app.inject({ method: 'GET', url: `/vnfm/v1/notifications?subscriptionId=${sub}` });
+      const listed = (r.json() as { id: string; sequence: string; notificationId: string }[]).sort((a, b) => Number(a.sequence) - Number(b.sequence));
+      assert.deepEqual(listed.map((x) => x.notificationId), rx.posts(path).map((n) => n.id));
+      assert.ok(Number(listed[0]?.id) > Number(listed[1]?.id), 'the first delivered has the higher id');
     } finally {
       vnfm.notify.worker.start();
     }

@@ -94,7 +94,7 @@ const OutboxQuery = Type.Object(
 );
 const RowParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
 
-const OUTBOX_COLUMNS = ['id', 'subscription_id', 'notification', 'status', 'attempts', 'last_error', 'next_attempt_at', 'failing_since', 'dead_at', 'created_at', 'delivered_at'] as const;
+const OUTBOX_COLUMNS = ['id', 'seq', 'subscription_id', 'notification', 'status', 'attempts', 'last_error', 'next_attempt_at', 'failing_since', 'dead_at', 'created_at', 'delivered_at'] as const;
 type OutboxRow = Pick<Selectable<OutboxTable>, (typeof OUTBOX_COLUMNS)[number]>;
 
 const iso = (d: Date | string | null) => (d === null ? null : new Date(d).toISOString());
@@ -104,6 +104,8 @@ function outboxView(r: OutboxRow, publicUrl: string, withBody = false): Record<s
   const self = `${publicUrl}/vnfm/v1/notifications/${r.id}`;
   return {
     id: String(r.id),
+    // delivery order within the subscription (commit order); null until the worker has seen the row
+    sequence: r.seq === null ? null : String(r.seq),
     subscriptionId: r.subscription_id,
     notificationId: r.notification.id ?? null,
     notificationType: r.notification.notificationType ?? null,

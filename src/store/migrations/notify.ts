@@ -16,11 +16,10 @@ declare module '../schema.ts' {
     /** Start of the failure streak this row belongs to; null while nothing failed. */
     failing_since: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
     /**
-     * Transaction id bound (`pg_snapshot_xmax` right after the row got its id): the row is
-     * delivered only once every transaction with a lower id has ended, so a concurrent transaction
-     * holding a lower outbox id that commits later is delivered first. Null on older rows.
+     * Delivery order of the row within its subscription: stamped by the delivery worker, one
+     * stamper at a time, in the order rows became visible (commit order); null until stamped.
      */
-    deliverable_after_xid: ColumnType<string | null, string | null | undefined, string | null>;
+    seq: ColumnType<string | number | null, string | number | null | undefined, string | number | null>;
     /** When the row went DEAD. */
     dead_at: ColumnType<Date | null, Date | string | null | undefined, Date | string | null>;
   }
@@ -37,11 +36,14 @@ export const m120: Migration = {
   },
 };
 
-/** Name of the migration that orders delivery by commit (see `deliverable_after_xid`). */
+/** Name of the migration that orders delivery by commit (see `seq`). */
 export const OUTBOX_COMMIT_ORDER_MIGRATION = '160_outbox_commit_order';
 
 export const m160: Migration = {
   async up(db: Kysely<unknown>) {
-    await sql`alter table outbox add column deliverable_after_xid bigint`.execute(db);
+    await sql`alter table outbox add column seq bigint`.execute(db);
+    await sql`create index outbox_unstamped on outbox (id) where seq is null`.execute(db);
+    await sql`create index outbox_pending_seq on outbox (subscription_id, seq) where status = 'PENDING'`.execute(db);
+    await sql`create index outbox_seq on outbox (seq)`.execute(db);
   },
 };
