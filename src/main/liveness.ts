@@ -28,9 +28,10 @@ const WORKER_URL = new URL(`./liveness-worker${FROM_SOURCE ? '.ts' : '.js'}`, im
  * loads the file through tsx's API instead.
  */
 function spawnWorker(data: LivenessWorkerData): Worker {
-  if (!FROM_SOURCE) return new Worker(fileURLToPath(WORKER_URL), { workerData: data });
+  // execArgv []: the VNFM's own node options (heap size, loaders, test runner flags) are not the worker's
+  if (!FROM_SOURCE) return new Worker(fileURLToPath(WORKER_URL), { workerData: data, execArgv: [] });
   const boot = `import(${JSON.stringify(import.meta.resolve('tsx/esm/api'))}).then((tsx) => tsx.tsImport(${JSON.stringify(WORKER_URL.href)}, ${JSON.stringify(import.meta.url)}));`;
-  return new Worker(boot, { eval: true, workerData: data });
+  return new Worker(boot, { eval: true, workerData: data, execArgv: [] });
 }
 
 /** A running liveness server. */
