@@ -6,8 +6,10 @@
  * - list page p50/p99 (`GET /vnflcm/v2/vnf_instances`, first and later pages, page size 100)
  * - filtered list p99 (column filters pushed to SQL; a nested-JSON filter evaluated in memory)
  * - op occ list page p99, show p99 (`GET /vnf_instances/{id}`)
- * - 20 concurrent listers for N seconds with `/healthz` probed every 50 ms: list p99, healthz p99,
- *   list requests/s
+ * - 20 concurrent listers for N seconds with `/healthz` probed every 50 ms on the API port and,
+ *   by a second prober, on the liveness port (`health.livenessPort`, answered by a worker thread
+ *   of the server); both probers run in a worker thread of the client: list p99, healthz p50/p99
+ *   of each, list requests/s
  * - RSS at the end
  *
  *   npx tsx bench/lists.ts [--db pglite|postgres] [--instances 10000] [--instantiated 1000] [--seconds 10]
@@ -17,7 +19,9 @@
  */
 import { type ChildProcess, fork } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:net';
 import { loadavg } from 'node:os';
+import { Worker } from 'node:worker_threads';
 import pg from 'pg';
 import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
@@ -43,11 +47,11 @@ function pct(xs: number[], p: number): number {
 // parsing) does not count against the server, and RSS is the server's.
 if (!argv.includes('--serve')) {
   const child: ChildProcess = fork(new URL(import.meta.url).pathname, [...argv.slice(2), '--serve'], { execArgv: process.execArgv, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<{ url: string; ids: string[]; loadMs: number; rssAfterLoad: number }>((res, rej) => {
-    child.once('message', (m) => res(m as { url: string; ids: string[]; loadMs: number; rssAfterLoad: number }));
+  const ready = await new Promise<{ url: string; livenessUrl: string; ids: string[]; loadMs: number; rssAfterLoad: number }>((res, rej) => {
+    child.once('message', (m) => res(m as { url: string; livenessUrl: string; ids: string[]; loadMs: number; rssAfterLoad: number }));
     child.once('exit', (code) => rej(new Error(`server exited ${code}`)));
   });
-  await runClient(ready.url, ready.ids, ready.loadMs, ready.rssAfterLoad, async () => {
+  await runClient(ready.url, ready.livenessUrl, ready.ids, ready.loadMs, ready.rssAfterLoad, async () => {
     child.send('rss');
     return new Promise<number>((res) => child.once('message', (m) => res((m as { rss: number }).rss)));
   });
@@ -196,9 +200,17 @@ const loadMs = Date.now() - t0;
 
 // ------------------------------------------------------------------ server
 
-const config = resolveConfig({ flags: { sim: false, sync: { intervalMs: 0 }, logLevel: 'warn', host: '127.0.0.1', port: 0, dataDir: 'memory://', runner: { pollMs: 1000, leaseMs: 30000, concurrency: 1, workerId: 'bench' } } });
+/** A free port on 127.0.0.1 for the liveness server (its port 0 means "off"). */
+const livenessPort = await new Promise<number>((res, rej) => {
+  const s = createServer();
+  s.listen(0, '127.0.0.1', () => {
+    const a = s.address();
+    s.close(() => (a && typeof a === 'object' ? res(a.port) : rej(new Error('no port'))));
+  });
+});
+const config = resolveConfig({ flags: { sim: false, sync: { intervalMs: 0 }, logLevel: 'warn', host: '127.0.0.1', port: 0, health: { livenessPort }, dataDir: 'memory://', runner: { pollMs: 1000, leaseMs: 30000, concurrency: 1, workerId: 'bench' } } });
 const vnfm = await startVnfm(config, { store, logger: createLogger('warn') });
-process.send?.({ url: vnfm.url, ids: instantiatedIds, loadMs, rssAfterLoad: process.memoryUsage().rss });
+process.send?.({ url: vnfm.url, livenessUrl: vnfm.livenessUrl, ids: instantiatedIds, loadMs, rssAfterLoad: process.memoryUsage().rss });
 process.on('message', async (m) => {
   if (m === 'rss') process.send?.({ rss: process.memoryUsage().rss });
   if (m === 'stop') {
@@ -210,7 +222,7 @@ process.on('message', async (m) => {
 
 // ------------------------------------------------------------------ client
 
-async function runClient(base: string, instantiatedIds: string[], loadMs: number, rssAfterLoad: number, serverRss: () => Promise<number>): Promise<void> {
+async function runClient(base: string, livenessBase: string, instantiatedIds: string[], loadMs: number, rssAfterLoad: number, serverRss: () => Promise<number>): Promise<void> {
 const H = { version: '2.0.0' };
 
 async function get(path: string): Promise<{ ms: number; status: number; link: string | null; body: unknown }> {
@@ -254,10 +266,10 @@ const opFilter = await walkPages('/vnflcm/v2/vnf_lcm_op_occs?filter=(eq,operatio
 const showMs: number[] = [];
 for (let k = 0; k < 500; k++) showMs.push((await get(`/vnflcm/v2/vnf_instances/${instantiatedIds[k % instantiatedIds.length]}`)).ms);
 
-// 20 concurrent listers + /healthz probe
+// 20 concurrent listers + /healthz probes (API port, liveness port)
 const healthMs: number[] = [];
+const livenessMs: number[] = [];
 const concurrentMs: number[] = [];
-let stop = false;
 const until = Date.now() + SECONDS * 1000;
 const listers = Array.from({ length: 20 }, async (_, w) => {
   let path: string | undefined;
@@ -268,18 +280,37 @@ const listers = Array.from({ length: 20 }, async (_, w) => {
     path = nextPath(r.link);
   }
 });
-const prober = (async () => {
+// The probers run in a worker thread of this process, so the listers' fetch and JSON parsing on
+// this thread do not delay them: what they measure is the server's answer time.
+const PROBER = `
+const { parentPort, workerData } = require('node:worker_threads');
+let stop = false;
+parentPort.once('message', () => { stop = true; });
+const probe = async (url) => {
+  const ms = [];
   while (!stop) {
     const s = performance.now();
-    const r = await fetch(`${base}/healthz`);
+    const r = await fetch(url);
     await r.text();
-    healthMs.push(performance.now() - s);
+    if (r.status !== 200) throw new Error('GET ' + url + ': ' + r.status);
+    ms.push(performance.now() - s);
     await new Promise((res) => setTimeout(res, 50));
   }
-})();
+  return ms;
+};
+Promise.all(workerData.map(probe)).then((r) => parentPort.postMessage(r));
+`;
+const prober = new Worker(PROBER, { eval: true, workerData: [`${base}/healthz`, `${livenessBase}/healthz`] });
+const probed = new Promise<number[][]>((res, rej) => {
+  prober.once('message', res);
+  prober.once('error', rej);
+});
 await Promise.all(listers);
-stop = true;
-await prober;
+prober.postMessage('stop');
+const [apiProbes, livenessProbes] = await probed;
+healthMs.push(...(apiProbes ?? []));
+livenessMs.push(...(livenessProbes ?? []));
+await prober.terminate();
 
 const rssMb = Math.round((await serverRss()) / 1048576);
 const result = {
@@ -299,6 +330,7 @@ const result = {
   show: { p50: pct(showMs, 50), p99: pct(showMs, 99) },
   concurrent20: { requests: concurrentMs.length, perSecond: Math.round(concurrentMs.length / SECONDS), p50: pct(concurrentMs, 50), p99: pct(concurrentMs, 99) },
   healthzDuringLoad: { samples: healthMs.length, p50: pct(healthMs, 50), p99: pct(healthMs, 99) },
+  livenessPortDuringLoad: { samples: livenessMs.length, p50: pct(livenessMs, 50), p99: pct(livenessMs, 99) },
   rssMb,
   rssAfterLoadMb: Math.round(rssAfterLoad / 1048576),
   loadavg: loadavg().map((x) => Math.round(x * 100) / 100),

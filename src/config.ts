@@ -39,6 +39,16 @@ export interface VnfmConfig {
     public: boolean;
     /** How long readiness waits for the database's `select 1` before reporting it down. @default 1000 */
     readyTimeoutMs: number;
+    /**
+     * Port of the liveness server: `/healthz` answered by a worker thread with its own event loop,
+     * so the probe does not wait for the main loop's backlog (recommended: 9889). 0: off (only
+     * the API port's `/healthz`). @default 0
+     */
+    livenessPort: number;
+    /** Address the liveness server listens on. @default the API's `host` */
+    livenessHost: string | undefined;
+    /** The liveness port answers 503 when the main thread has not turned for longer than this (ms). @default 10000 */
+    maxStallMs: number;
   };
   /** Start the simulated cloud (OpenStack, Kubernetes, Server Notifier) and register it as default VIMs. @default true */
   sim: boolean;
@@ -216,7 +226,7 @@ export function defaultConfig(): VnfmConfig {
     maxPackageBytes: 512 * 1024 * 1024,
     apiAuth: 'none',
     apiTokens: [],
-    health: { public: true, readyTimeoutMs: 1000 },
+    health: { public: true, readyTimeoutMs: 1000, livenessPort: 0, livenessHost: undefined, maxStallMs: 10_000 },
     sim: true,
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
@@ -259,6 +269,9 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_API_TOKENS: ['apiTokens', 'list'],
   VNFM_HEALTH_PUBLIC: ['health.public', 'boolean'],
   VNFM_HEALTH_READY_TIMEOUT_MS: ['health.readyTimeoutMs', 'number'],
+  VNFM_HEALTH_LIVENESS_PORT: ['health.livenessPort', 'number'],
+  VNFM_HEALTH_LIVENESS_HOST: ['health.livenessHost', 'string'],
+  VNFM_HEALTH_MAX_STALL_MS: ['health.maxStallMs', 'number'],
   VNFM_SIM: ['sim', 'boolean'],
   VNFM_SIM_RESET: ['simReset', 'boolean'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
@@ -370,6 +383,11 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
   if (typeof cfg.vim.kubernetesCreateNamespace !== 'boolean') throw new ConfigError('vim.kubernetesCreateNamespace: must be true or false');
   if (!Number.isInteger(cfg.health.readyTimeoutMs) || cfg.health.readyTimeoutMs < 1) throw new ConfigError('health.readyTimeoutMs must be an integer >= 1');
+  const h = cfg.health;
+  if (!Number.isInteger(h.livenessPort) || h.livenessPort < 0 || h.livenessPort > 65535) throw new ConfigError(`health.livenessPort: must be 0 (off) or a port 1-65535, got ${h.livenessPort}`);
+  if (h.livenessHost !== undefined && (typeof h.livenessHost !== 'string' || h.livenessHost === '')) throw new ConfigError('health.livenessHost: must be a non-empty host name or address');
+  if (h.livenessPort !== 0 && h.livenessPort === cfg.port && (h.livenessHost ?? cfg.host) === cfg.host) throw new ConfigError(`health.livenessPort: must differ from the API port (${cfg.port}) on the same host`);
+  if (!Number.isInteger(h.maxStallMs) || h.maxStallMs < 200) throw new ConfigError(`health.maxStallMs: must be an integer >= 200 (the main thread ticks every 100 ms), got ${h.maxStallMs}`);
   if (!['local', 'external'].includes(cfg.grants.mode)) throw new ConfigError('grants.mode: must be local or external');
   if (cfg.grants.mode === 'external' && !cfg.grants.endpoint) throw new ConfigError('grants.endpoint is required when grants.mode is external');
   if (!['none', 'bearer', 'basic'].includes(cfg.faultNotification.auth)) throw new ConfigError('faultNotification.auth: none, bearer or basic');

@@ -13,6 +13,7 @@ import type { AppContext } from '../core/services.ts';
 import { setupAutoheal } from '../autoheal/index.ts';
 import { setupEngine } from '../lcm/engine.ts';
 import { setupSync } from '../lcm/sync.ts';
+import { type LivenessServer, startLivenessServer } from './liveness.ts';
 import { setupSimCloud } from './sim-cloud.ts';
 import { InstanceService } from '../lcm/instance-service.ts';
 import { type Logger, createLogger } from '../logger.ts';
@@ -32,7 +33,9 @@ export interface Vnfm {
   ctx: AppContext;
   /** Base URL it listens on. */
   url: string;
-  /** Stops workers, the HTTP server and the database (and the simulated cloud if started). */
+  /** Base URL of the liveness port (`health.livenessPort`), when it is on. */
+  livenessUrl?: string;
+  /** Stops workers, the HTTP server, the liveness worker and the database (and the simulated cloud if started). */
   close(): Promise<void>;
 }
 
@@ -111,6 +114,17 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
       }
     }
   }
+  let liveness: LivenessServer | undefined;
+  if (!opts.noListen && config.health.livenessPort !== 0) {
+    try {
+      liveness = await startLivenessServer(config, log);
+    } catch (e) {
+      await app.close();
+      ctx.packages.stopWorkers();
+      if (!opts.store) await store.close();
+      throw e;
+    }
+  }
   const staleHookDirs = cleanupStaleHookDirs();
   if (staleHookDirs.length > 0) log.info({ dirs: staleHookDirs }, 'removed hook script temp dirs left by stopped VNFM processes');
   await ctx.packages.recover();
@@ -123,9 +137,12 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     app,
     ctx,
     url,
+    ...(liveness ? { livenessUrl: liveness.url } : {}),
     async close() {
       for (const c of closers.reverse()) await c().catch(() => undefined);
       await app.close();
+      // liveness stays answered while the workers and the API drain, then the port is freed
+      await liveness?.close();
       ctx.packages.stopWorkers();
       await ctx.packages.idle();
       if (!opts.store) await store.close();

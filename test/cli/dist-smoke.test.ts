@@ -6,8 +6,9 @@
  *   package it imports at run time is a runtime dependency (an install without devDependencies
  *   has it);
  * - `vnfm --help` and `vnfm csar` work;
- * - `vnfm start --no-sim` on an embedded data directory serves /healthz, the v2 LCM API, onboards
- *   samples/vm-basic, and stops cleanly (exit code 0) on SIGTERM.
+ * - `vnfm start --no-sim` on an embedded data directory serves /healthz (on the API port and, from
+ *   its worker thread, on the liveness port), the v2 LCM API, onboards samples/vm-basic, and stops
+ *   cleanly (exit code 0) on SIGTERM.
  *
  * Timeouts only guard against hangs: building and starting take a while on a loaded machine.
  */
@@ -103,10 +104,11 @@ describe('the built vnfm command (dist)', { timeout: 600_000 }, () => {
   it('start --no-sim serves the API, onboards a package, and exits 0 on SIGTERM', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'vnfm-dist-data-'));
     const port = await freePort();
+    const livenessPort = await freePort();
     const url = `http://127.0.0.1:${port}`;
     let proc: ChildProcess | undefined;
     try {
-      proc = spawn(process.execPath, [BIN, 'start', '--no-sim', '--data-dir', dataDir, '--port', String(port), '--log-level', 'info'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'] });
+      proc = spawn(process.execPath, [BIN, 'start', '--no-sim', '--data-dir', dataDir, '--port', String(port), '--log-level', 'info'], { cwd: ROOT, stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, VNFM_HEALTH_LIVENESS_PORT: String(livenessPort) } });
       let stdout = '';
       let stderr = '';
       proc.stdout?.on('data', (d) => {
@@ -131,6 +133,9 @@ describe('the built vnfm command (dist)', { timeout: 600_000 }, () => {
       const health = await fetch(`${url}/healthz`);
       assert.equal(health.status, 200);
       assert.deepEqual(await health.json(), { status: 'ok' });
+      const live = await fetch(`http://127.0.0.1:${livenessPort}/healthz`);
+      assert.equal(live.status, 200);
+      assert.equal(((await live.json()) as Json).status, 'ok');
       const list = await fetch(`${url}/vnflcm/v2/vnf_instances`, { headers: { Version: '2.0.0' } });
       assert.equal(list.status, 200);
       assert.deepEqual(await list.json(), []);
