@@ -324,7 +324,8 @@ export class DeliveryWorker {
       const picked = await sql<{ id: number | string }>`
         select o.id from outbox o
         where o.id in (select distinct on (subscription_id) id from outbox
-                       where status = 'PENDING' order by subscription_id, seq)
+                       -- only rows stamped above: one that became visible since waits for the next claim
+                       where status = 'PENDING' and seq is not null order by subscription_id, seq)
           and o.status = 'PENDING' and o.next_attempt_at <= now()
         order by o.seq
         limit ${limit}
