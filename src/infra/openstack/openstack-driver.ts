@@ -279,6 +279,11 @@ export class OpenStackDriver implements InfraDriver {
   async observe(ctx: InfraContext): Promise<ObservedResources> {
     return this.guard('observe', async () => {
       const s = this.session(ctx.vim);
+      // After a VNFC heal the stack is known: its changed stacks are listed while it is read.
+      const known = str(ctx.state.stack);
+      const slash = known?.lastIndexOf('/') ?? -1;
+      const early = known === undefined || slash <= 0 ? undefined : this.partialListing(ctx, s, { name: known.slice(0, slash), id: known.slice(slash + 1) });
+      early?.catch(() => undefined); // awaited below, or dropped with the stack
       const stack = await this.findStack(ctx, s.heat);
       if (stack === null) {
         // "No stack" is never "no resources", except where nothing is expected: a terminate, or an
@@ -287,14 +292,19 @@ export class OpenStackDriver implements InfraDriver {
         throw this.stackMissing(ctx);
       }
       const ref = refOf(stack);
-      const partial = await this.partialListing(ctx, s, ref);
+      const early2 = early === undefined ? undefined : await early;
+      const partial = early2 !== undefined && early2.top.id === ref.id ? early2 : undefined;
+      // Without Nova the CP ports' facts are always needed: read them while the stack is listed.
+      const portsAhead = partial === undefined && (s.noNova || !this.useNova) && Object.keys(ctx.flavour.cps).length > 0 ? this.portFacts(ctx, s, ref) : undefined;
+      portsAhead?.catch(() => undefined);
       const rows = partial?.rows ?? (await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
       const serverIds = rows.filter((r) => r.resource_type === HEAT_TYPES.server && r.physical_resource_id).map((r) => r.physical_resource_id);
       const servers = serverIds.length > 0 ? await this.serverFacts(ctx, s, serverIds) : new Map<string, ServerFacts>();
       let ports: Map<string, PortFacts> | undefined;
       if (this.needPortFacts(ctx, rows, servers)) {
-        ports = partial === undefined || partial.ports === undefined ? await this.portFacts(ctx, s, ref) : await this.changedPortFacts(ctx, s, partial.ports, partial.changed);
-      }
+        if (partial !== undefined && partial.ports !== undefined) ports = await this.changedPortFacts(ctx, s, partial.ports, partial.changed);
+        else ports = await (portsAhead ?? this.portFacts(ctx, s, ref));
+      } else await portsAhead;
       const observed = observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv), ...(ports === undefined ? {} : { ports }) });
       this.remember(ref, { rows, ports, fingerprint: fingerprintOfObserved(observed) });
       if (partial !== undefined) ctx.log.debug({ step: 'observe', stacks: partial.changed.map((c) => c.name) }, 'observed: re-listed only the nested stacks the heal changed');
@@ -319,7 +329,11 @@ export class OpenStackDriver implements InfraDriver {
    * otherwise: no heal update, a parameter change, no or an outdated kept observation, a changed
    * stack that cannot be listed.
    */
-  private async partialListing(ctx: InfraContext, s: VimSession, ref: HeatStackRef): Promise<{ rows: HeatResource[]; ports: Map<string, PortFacts> | undefined; changed: HeatStackRef[] } | undefined> {
+  private async partialListing(
+    ctx: InfraContext,
+    s: VimSession,
+    ref: HeatStackRef,
+  ): Promise<{ top: HeatStackRef; rows: HeatResource[]; ports: Map<string, PortFacts> | undefined; changed: HeatStackRef[] } | undefined> {
     const progress = ctx.state.vnfcHeal;
     if (!isObject(progress) || progress.updateIssued !== true || progress.patched === true || !Array.isArray(progress.marked) || progress.marked.length === 0) return undefined;
     const cached = this.listings.get(ref.id);
@@ -337,13 +351,12 @@ export class OpenStackDriver implements InfraDriver {
       if (!changed.some((c) => c.id === id)) changed.push(own);
     }
     const fresh = new Map<string, HeatResource[]>();
-    for (const c of changed) {
-      try {
-        fresh.set(c.id, await s.heat.listResources(c, { signal: ctx.signal }));
-      } catch (e) {
-        if (OpenStackError.isStatus(e, 404)) return undefined;
-        throw e;
-      }
+    try {
+      const lists = await Promise.all(changed.map((c) => s.heat.listResources(c, { signal: ctx.signal })));
+      changed.forEach((c, i) => fresh.set(c.id, lists[i] as HeatResource[]));
+    } catch (e) {
+      if (OpenStackError.isStatus(e, 404)) return undefined;
+      throw e;
     }
     const rows: HeatResource[] = [];
     for (const r of cached.rows) {
@@ -358,14 +371,13 @@ export class OpenStackDriver implements InfraDriver {
       fresh.delete(id);
     }
     for (const again of fresh.values()) rows.push(...again); // a changed stack without rows before
-    return { rows, ports: cached.ports, changed };
+    return { top: ref, rows, ports: cached.ports, changed };
   }
 
   /** `ports` with the CP ports of the `changed` stacks read again (one detailed listing each). */
   private async changedPortFacts(ctx: InfraContext, s: VimSession, ports: ReadonlyMap<string, PortFacts>, changed: readonly HeatStackRef[]): Promise<Map<string, PortFacts> | undefined> {
     const out = new Map(ports);
-    for (const c of changed) {
-      const again = await this.portFactsOf(ctx, s, c, 0);
+    for (const again of await Promise.all(changed.map((c) => this.portFactsOf(ctx, s, c, 0)))) {
       if (again === undefined) return undefined;
       for (const [k, v] of again) out.set(k, v);
     }
@@ -746,14 +758,22 @@ export class OpenStackDriver implements InfraDriver {
   }
 
   private async healVnfcs(ctx: InfraContext, s: VimSession, plan: HealPlan): Promise<void> {
+    const progress = this.progress(ctx, 'vnfcHeal');
+    const fresh = !progress.updateIssued && progress.marked.length === 0;
+    // The targets' own stacks are listed while the top stack is read.
+    const early = fresh ? this.locateAtMetadata(ctx, s, plan) : undefined;
+    early?.catch(() => undefined); // awaited below
     const stack = await this.requireStack(ctx, s.heat);
     const ref = refOf(stack);
-    const progress = this.progress(ctx, 'vnfcHeal');
     const reason = plan.cause ? `heal by the VNFM: ${plan.cause}` : 'heal by the VNFM';
-    // A retry may find the previous update still running: marks would be refused (409) meanwhile.
-    await this.settle(ctx, s.heat, ref, stack);
-    const fresh = !progress.updateIssued && progress.marked.length === 0;
-    const located = (fresh ? await this.locateAtMetadata(ctx, s, plan) : undefined) ?? locateResources(ref, await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
+    let quick = early === undefined ? undefined : await early;
+    if (stack.stack_status.endsWith('_IN_PROGRESS')) {
+      // A retry may find the previous update still running: marks would be refused (409)
+      // meanwhile, and what was listed may be changing.
+      await this.settle(ctx, s.heat, ref, stack);
+      quick = fresh ? await this.locateAtMetadata(ctx, s, plan) : undefined;
+    }
+    const located = quick ?? locateResources(ref, await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
     for (const target of plan.targets) {
       const server = this.findHealTarget(ctx, located, target, progress);
       if (server === undefined) continue;
