@@ -127,7 +127,7 @@ export interface VnfmConfig {
     enabled: boolean;
     /** @default '/server_notification' */
     prefix: string;
-    /** Packing window. @default 20000 */
+    /** Packing window. @default 60000 */
     windowMs: number;
     /** Receiver auth: 'none' | 'bearer' | 'basic'. @default 'none' */
     auth: 'none' | 'bearer' | 'basic';
@@ -195,7 +195,7 @@ export interface VnfmConfig {
     stackPollInitialMs: number;
     /** Largest poll interval during the first `stackPollBackoffAfterMs` of a wait (the lag a wait adds). @default 250 */
     stackPollMs: number;
-    /** After this long a wait backs off (doubling) towards `stackPollMaxMs`. @default 20000 */
+    /** After this long a wait backs off (doubling) towards `stackPollMaxMs`. @default 60000 */
     stackPollBackoffAfterMs: number;
     /** Largest poll interval of a long wait. @default 2000 */
     stackPollMaxMs: number;
@@ -243,7 +243,7 @@ export function defaultConfig(): VnfmConfig {
     autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8, intakePriorityRate: 200, intakePriorityMaxMs: 10_000 },
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
-    vim: { stackTimeoutMs: 1_200_000, stackPollInitialMs: 100, stackPollMs: 250, stackPollBackoffAfterMs: 20_000, stackPollMaxMs: 2000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
+    vim: { stackTimeoutMs: 1_200_000, stackPollInitialMs: 100, stackPollMs: 250, stackPollBackoffAfterMs: 60_000, stackPollMaxMs: 2000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
   };
 }
 

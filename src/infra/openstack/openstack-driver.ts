@@ -536,7 +536,7 @@ export class OpenStackDriver implements InfraDriver {
     const v = ctx.config.vim;
     const pollInitialMs = this.pollInitialMs ?? v.stackPollInitialMs ?? 100;
     const pollMaxMs = Math.max(this.pollMaxMs ?? v.stackPollMs ?? 250, pollInitialMs);
-    return { pollInitialMs, pollMaxMs, pollBackoffAfterMs: v.stackPollBackoffAfterMs ?? 20_000, pollSlowMaxMs: Math.max(v.stackPollMaxMs ?? 2000, pollMaxMs) };
+    return { pollInitialMs, pollMaxMs, pollBackoffAfterMs: v.stackPollBackoffAfterMs ?? 60_000, pollSlowMaxMs: Math.max(v.stackPollMaxMs ?? 2000, pollMaxMs) };
   }
 
   private wait(ctx: InfraContext, heat: HeatClient, ref: HeatStackRef, target: string): Promise<HeatStack> {
