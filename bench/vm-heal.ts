@@ -281,11 +281,15 @@ async function heatApi(): Promise<HeatApi> {
  * `<action>_COMPLETE`.
  */
 async function eventSpan(api: HeatApi, name: string, id: string, action: string, fromMs: number): Promise<number | undefined> {
-  const body = await api.get(`/stacks/${name}/${id}/events?resource_name=${name}&sort_dir=asc&limit=200`);
-  const events = (body.events as { resource_status: string; event_time: string }[]).map((x) => ({ s: x.resource_status, t: Date.parse(x.event_time.endsWith('Z') ? x.event_time : `${x.event_time}Z`) }));
+  // Newest first: the stack's own events (resource_name = the stack) of this op are the latest ones.
+  const body = await api.get(`/stacks/${name}/${id}/events?resource_name=${name}&sort_dir=desc&limit=100`);
+  const events = (body.events as { resource_name: string; resource_status: string; event_time: string }[])
+    .filter((x) => x.resource_name === name)
+    .map((x) => ({ s: x.resource_status, t: Date.parse(x.event_time.endsWith('Z') ? x.event_time : `${x.event_time}Z`) }));
   const from = Math.floor(fromMs / 1000) * 1000;
-  const start = events.find((x) => x.t >= from && x.s === `${action}_IN_PROGRESS`);
-  const end = start && events.find((x) => x.t >= start.t && x.s === `${action}_COMPLETE`);
+  const end = events.find((x) => x.t >= from && x.s === `${action}_COMPLETE`);
+  // The first IN_PROGRESS of this action after `from` (the list is newest first).
+  const start = end && events.filter((x) => x.t >= from && x.t <= end.t && x.s === `${action}_IN_PROGRESS`).at(-1);
   return start && end ? end.t - start.t : undefined;
 }
 
