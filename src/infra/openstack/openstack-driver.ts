@@ -302,7 +302,7 @@ export class OpenStackDriver implements InfraDriver {
       const servers = serverIds.length > 0 ? await this.serverFacts(ctx, s, serverIds) : new Map<string, ServerFacts>();
       let ports: Map<string, PortFacts> | undefined;
       if (this.needPortFacts(ctx, rows, servers)) {
-        if (partial !== undefined && partial.ports !== undefined) ports = await this.changedPortFacts(ctx, s, partial.ports, partial.changed);
+        if (partial !== undefined && partial.ports !== undefined) ports = await partial.ports;
         else ports = await (portsAhead ?? this.portFacts(ctx, s, ref));
       } else await portsAhead;
       const observed = observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv), ...(ports === undefined ? {} : { ports }) });
@@ -333,7 +333,7 @@ export class OpenStackDriver implements InfraDriver {
     ctx: InfraContext,
     s: VimSession,
     ref: HeatStackRef,
-  ): Promise<{ top: HeatStackRef; rows: HeatResource[]; ports: Map<string, PortFacts> | undefined; changed: HeatStackRef[] } | undefined> {
+  ): Promise<{ top: HeatStackRef; rows: HeatResource[]; ports: Promise<Map<string, PortFacts> | undefined> | undefined; changed: HeatStackRef[] } | undefined> {
     const progress = ctx.state.vnfcHeal;
     if (!isObject(progress) || progress.updateIssued !== true || progress.patched === true || !Array.isArray(progress.marked) || progress.marked.length === 0) return undefined;
     const cached = this.listings.get(ref.id);
@@ -350,6 +350,9 @@ export class OpenStackDriver implements InfraDriver {
       if (own === undefined) return undefined;
       if (!changed.some((c) => c.id === id)) changed.push(own);
     }
+    // The kept observation needed the CP ports' facts: those of the changed stacks are read alongside.
+    const ports = cached.ports === undefined ? undefined : this.changedPortFacts(ctx, s, cached.ports, changed);
+    ports?.catch(() => undefined); // awaited by observe when still needed
     const fresh = new Map<string, HeatResource[]>();
     try {
       const lists = await Promise.all(changed.map((c) => s.heat.listResources(c, { signal: ctx.signal })));
@@ -371,7 +374,7 @@ export class OpenStackDriver implements InfraDriver {
       fresh.delete(id);
     }
     for (const again of fresh.values()) rows.push(...again); // a changed stack without rows before
-    return { top: ref, rows, ports: cached.ports, changed };
+    return { top: ref, rows, ports, changed };
   }
 
   /** `ports` with the CP ports of the `changed` stacks read again (one detailed listing each). */
