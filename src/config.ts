@@ -137,7 +137,7 @@ export interface VnfmConfig {
     enabled: boolean;
     /** @default '/server_notification' */
     prefix: string;
-    /** Packing window. @default 20000 */
+    /** Packing window. @default 60000 */
     windowMs: number;
     /** Receiver auth: 'none' | 'bearer' | 'basic'. @default 'none' */
     auth: 'none' | 'bearer' | 'basic';
@@ -201,6 +201,14 @@ export interface VnfmConfig {
   vim: {
     /** Heat stack operation timeout. @default 1200000 */
     stackTimeoutMs: number;
+    /** First interval of a Heat stack wait's polls (stack GETs); doubles per poll. @default 100 */
+    stackPollInitialMs: number;
+    /** Largest poll interval during the first `stackPollBackoffAfterMs` of a wait (the lag a wait adds). @default 250 */
+    stackPollMs: number;
+    /** After this long a wait backs off (doubling) towards `stackPollMaxMs`. @default 60000 */
+    stackPollBackoffAfterMs: number;
+    /** Largest poll interval of a long wait. @default 2000 */
+    stackPollMaxMs: number;
     /** Kubernetes readiness timeout. @default 500000 */
     kubernetesWaitMs: number;
     /**
@@ -245,7 +253,7 @@ export function defaultConfig(): VnfmConfig {
     autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8, intakePriorityRate: 200, intakePriorityMaxMs: 10_000 },
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
-    vim: { stackTimeoutMs: 1_200_000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
+    vim: { stackTimeoutMs: 1_200_000, stackPollInitialMs: 100, stackPollMs: 250, stackPollBackoffAfterMs: 60_000, stackPollMaxMs: 2000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
   };
 }
 
@@ -279,6 +287,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
   VNFM_STEP_MAX_ATTEMPTS: ['runner.stepRetries.maxAttempts', 'number'],
   VNFM_KUBERNETES_CREATE_NAMESPACE: ['vim.kubernetesCreateNamespace', 'boolean'],
+  VNFM_STACK_POLL_MS: ['vim.stackPollMs', 'number'],
+  VNFM_STACK_POLL_MAX_MS: ['vim.stackPollMaxMs', 'number'],
   VNFM_GRANT_MODE: ['grants.mode', 'string'],
   VNFM_GRANT_ENDPOINT: ['grants.endpoint', 'string'],
   VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
@@ -381,6 +391,12 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!['none', 'token'].includes(cfg.apiAuth)) throw new ConfigError(`apiAuth: must be none or token`);
   if (cfg.apiAuth === 'token' && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
+  {
+    const v = cfg.vim;
+    if (!(v.stackPollInitialMs >= 1 && v.stackPollMs >= v.stackPollInitialMs && v.stackPollMaxMs >= v.stackPollMs && v.stackPollBackoffAfterMs >= 0)) {
+      throw new ConfigError('vim: need 1 <= stackPollInitialMs <= stackPollMs <= stackPollMaxMs and stackPollBackoffAfterMs >= 0');
+    }
+  }
   if (typeof cfg.vim.kubernetesCreateNamespace !== 'boolean') throw new ConfigError('vim.kubernetesCreateNamespace: must be true or false');
   if (!Number.isInteger(cfg.health.readyTimeoutMs) || cfg.health.readyTimeoutMs < 1) throw new ConfigError('health.readyTimeoutMs must be an integer >= 1');
   const h = cfg.health;

@@ -70,6 +70,7 @@ export class FakeDriver implements InfraDriver {
     for (const t of targets) t.resourceId = randomUUID();
   }
   async observe(ctx: InfraContext): Promise<ObservedResources> {
+    this.calls.push('observe');
     const list = this.vims.get(ctx.instance.id) ?? [];
     return {
       vnfcs: list.map((v) => ({

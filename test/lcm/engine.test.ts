@@ -126,10 +126,12 @@ await describeStores('LCM engine', (env: StoreEnv) => {
     const before = (await instance(id)).instantiatedVnfInfo;
     const target = before.vnfcInfo[0];
     const targetRes = before.vnfcResourceInfo.find((r: { id: string }) => r.id === target.vnfcResourceInfoId);
+    const calls0 = fake.calls.length;
     const occId = await accepted(`/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [target.id], cause: 'test' });
     await settle();
     const occ = await opOcc(occId);
     assert.equal(occ.operationState, 'COMPLETED');
+    assert.equal(fake.calls.slice(calls0).filter((c) => c === 'observe').length, 2, 'observed before heal_end and again after it (the hook may change the VIM)');
     const after = (await instance(id)).instantiatedVnfInfo;
     assert.deepEqual(after.vnfcInfo.map((v: { id: string }) => v.id).sort(), before.vnfcInfo.map((v: { id: string }) => v.id).sort());
     const healed = after.vnfcResourceInfo.find((r: { id: string }) => r.id === targetRes.id);
@@ -208,9 +210,11 @@ await describeStores('LCM engine', (env: StoreEnv) => {
     const level = async () => (await instance(id)).instantiatedVnfInfo.scaleStatus.find((s: { aspectId: string }) => s.aspectId === 'VDU1_scale').scaleLevel;
     const l0 = await level();
     const n0 = await countVdu1();
+    const calls0 = fake.calls.length;
     const out = await accepted(`/vnflcm/v2/vnf_instances/${id}/scale`, { type: 'SCALE_OUT', aspectId: 'VDU1_scale', numberOfSteps: 1 });
     await settle();
     assert.equal((await opOcc(out)).operationState, 'COMPLETED');
+    assert.equal(fake.calls.slice(calls0).filter((c) => c === 'observe').length, 1, 'no scale_end hook: the VIM is observed once');
     assert.equal(await countVdu1(), n0 + 1);
     assert.equal(await level(), l0 + 1);
     const tooFar = await op('POST', `/vnflcm/v2/vnf_instances/${id}/scale`, { type: 'SCALE_OUT', aspectId: 'VDU1_scale', numberOfSteps: 5 });

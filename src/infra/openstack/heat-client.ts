@@ -162,8 +162,15 @@ export interface WaitForStatusOptions {
   timeoutMs?: number;
   /** First poll interval; doubles per poll. @default the client's `pollInitialMs` */
   pollInitialMs?: number;
-  /** Largest poll interval. @default the client's `pollMaxMs` */
+  /** Largest poll interval (during the first `pollBackoffAfterMs`). @default the client's `pollMaxMs` */
   pollMaxMs?: number;
+  /**
+   * After this long the interval keeps doubling up to `pollSlowMaxMs` (short polls while a
+   * typical action ends, fewer requests in a long one). @default never
+   */
+  pollBackoffAfterMs?: number;
+  /** Largest poll interval after `pollBackoffAfterMs`. @default `pollMaxMs` */
+  pollSlowMaxMs?: number;
   signal?: AbortSignal;
   /** Called with each polled stack (progress logs). */
   onPoll?: (stack: HeatStack) => void;
@@ -485,7 +492,8 @@ export class HeatClient {
   // waits
 
   /**
-   * Polls the stack (50 ms, doubling to 2 s by default) until its status is one of `target`.
+   * Polls the stack (50 ms, doubling to 2 s by default; with `pollBackoffAfterMs`, doubling to
+   * `pollMaxMs` first and to `pollSlowMaxMs` after that long) until its status is one of `target`.
    * Throws {@link OpenStackError} kind `stack_failed` (with Heat's `stack_status_reason`) on a
    * `failOn` status and kind `wait_timeout` after `timeoutMs`. A 404 while waiting for
    * `DELETE_COMPLETE` counts as deleted.
@@ -496,6 +504,8 @@ export class HeatClient {
     const failAnyFailed = opts.failOn === undefined;
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const maxMs = opts.pollMaxMs ?? this.pollMaxMs;
+    const slowMaxMs = Math.max(maxMs, opts.pollSlowMaxMs ?? maxMs);
+    const backoffAt = opts.pollBackoffAfterMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + opts.pollBackoffAfterMs;
     let interval = Math.min(opts.pollInitialMs ?? this.pollInitialMs, maxMs);
     const deadline = Date.now() + timeoutMs;
     const ref = await this.resolveStack(stack, sig(opts.signal));
@@ -540,7 +550,7 @@ export class HeatClient {
       } catch (err) {
         throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for stack ${ref.name} cancelled`, retryable: false, cause: err });
       }
-      interval = Math.min(interval * 2, maxMs);
+      interval = Math.min(interval * 2, Date.now() >= backoffAt ? slowMaxMs : maxMs);
     }
   }
 
@@ -549,7 +559,10 @@ export class HeatClient {
    * listed under its name. Why both: Heat reports `DELETE_COMPLETE` a moment before it
    * soft-deletes the row, and a create with the same name in that window gets 409 `StackExists`.
    */
-  async waitForDeleted(stack: StackIdentifier, opts: { timeoutMs?: number; signal?: AbortSignal } = {}): Promise<void> {
+  async waitForDeleted(
+    stack: StackIdentifier,
+    opts: { timeoutMs?: number; signal?: AbortSignal } & Pick<WaitForStatusOptions, 'pollInitialMs' | 'pollMaxMs' | 'pollBackoffAfterMs' | 'pollSlowMaxMs'> = {},
+  ): Promise<void> {
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const started = Date.now();
     let ref: HeatStackRef;
@@ -559,8 +572,9 @@ export class HeatClient {
       if (OpenStackError.isStatus(e, 404)) return;
       throw e;
     }
-    await this.waitForStatus(ref, { target: 'DELETE_COMPLETE', timeoutMs, ...sig(opts.signal) });
-    let interval = this.pollInitialMs;
+    const { signal: _s, timeoutMs: _t, ...poll } = opts;
+    await this.waitForStatus(ref, { target: 'DELETE_COMPLETE', timeoutMs, ...poll, ...sig(opts.signal) });
+    let interval = opts.pollInitialMs ?? this.pollInitialMs;
     for (;;) {
       const listed = await this.listStacks({ name: ref.name }, sig(opts.signal));
       if (!listed.some((s) => s.id === ref.id)) return;
@@ -579,7 +593,7 @@ export class HeatClient {
       } catch (err) {
         throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for the deletion of stack ${ref.name} cancelled`, retryable: false, cause: err });
       }
-      interval = Math.min(interval * 2, this.pollMaxMs);
+      interval = Math.min(interval * 2, opts.pollMaxMs ?? this.pollMaxMs);
     }
   }
 

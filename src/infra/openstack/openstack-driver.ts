@@ -42,9 +42,9 @@ import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
 
 /** Options of {@link createOpenStackDriver}. */
 export interface OpenStackDriverOptions {
-  /** First poll interval of stack waits; doubles per poll. @default 100 */
+  /** First poll interval of stack waits; doubles per poll. @default `vim.stackPollInitialMs` (100) */
   pollInitialMs?: number;
-  /** Largest poll interval of stack waits. @default 1000 */
+  /** Largest poll interval of a stack wait's first `vim.stackPollBackoffAfterMs`. @default `vim.stackPollMs` (250) */
   pollMaxMs?: number;
   /** `nested_depth` of the resource listings (2 reaches a server inside a group member). @default 2 */
   nestedDepth?: number;
@@ -77,7 +77,24 @@ interface UpdateProgress {
   marked: string[];
   /** The PATCH update was (about to be) sent; a retry re-sends it instead of marking again. */
   updateIssued: boolean;
+  /** The update also changed the stack's parameters (then every nested stack may change). */
+  patched?: boolean;
 }
+
+/**
+ * The last observation of a stack, kept in memory so that the observation after a VNFC heal
+ * re-lists only the nested stacks the heal changed. `fingerprint` ties it to the instance
+ * information it produced: another VNFM process that changed the VNF since makes it unusable.
+ */
+interface ListingCacheEntry {
+  rows: HeatResource[];
+  /** CP port facts when the observation read them. */
+  ports: Map<string, PortFacts> | undefined;
+  fingerprint: string;
+}
+
+/** Observations kept per driver (oldest dropped first). */
+const LISTING_CACHE_MAX = 256;
 
 /** Persisted progress of an entire heal (`ctx.state.entireHeal`). */
 interface EntireHealProgress {
@@ -121,6 +138,29 @@ function markedEntry(progress: UpdateProgress, l: LocatedResource): string | und
   return progress.marked.find((m) => m.startsWith(prefix));
 }
 
+/** The stack a listed row lives in (its `stack` link), if it has one. */
+function stackOfRow(r: HeatResource): HeatStackRef | undefined {
+  try {
+    return HeatClient.stackOfResource(r);
+  } catch {
+    return undefined;
+  }
+}
+
+/** What an observation says about the servers and volumes of a VNF (sorted ids by VDU / storage). */
+function fingerprintOfObserved(o: ObservedResources): string {
+  return JSON.stringify([o.vnfcs.map((v) => `${v.vduId}:${v.computeResource.resourceId}`).sort(), o.storages.map((v) => v.resourceId).sort()]);
+}
+
+/** The same of the instance information an operation started from. */
+function fingerprintOfInstance(ctx: InfraContext): string {
+  const info = ctx.instance.instantiatedVnfInfo;
+  return JSON.stringify([
+    (info?.vnfcResourceInfo ?? []).map((v) => `${v.vduId}:${v.computeResource.resourceId}`).sort(),
+    (info?.virtualStorageResourceInfo ?? []).map((v) => v.storageResource.resourceId).sort(),
+  ]);
+}
+
 /** The stack name of a VNF instance (Tacker's convention). */
 export function stackNameOf(instanceId: string): string {
   return `vnf-${instanceId}`;
@@ -159,15 +199,17 @@ function toDriverError(e: unknown, what: string): unknown {
 export class OpenStackDriver implements InfraDriver {
   readonly vimTypes = ['ETSINFV.OPENSTACK_KEYSTONE.V_3', 'ETSINFV.OPENSTACK_KEYSTONE.V_2', 'OPENSTACK', 'openstack'] as const;
   private readonly sessions = new Map<string, VimSession>();
-  private readonly pollInitialMs: number;
-  private readonly pollMaxMs: number;
+  /** The last observation per top stack id (see {@link ListingCacheEntry}). */
+  private readonly listings = new Map<string, ListingCacheEntry>();
+  private readonly pollInitialMs: number | undefined;
+  private readonly pollMaxMs: number | undefined;
   private readonly nestedDepth: number;
   private readonly http: HttpRetryOptions | undefined;
   private readonly useNova: boolean;
 
   constructor(options: OpenStackDriverOptions = {}) {
-    this.pollInitialMs = options.pollInitialMs ?? 100;
-    this.pollMaxMs = Math.max(options.pollMaxMs ?? 1000, this.pollInitialMs);
+    this.pollInitialMs = options.pollInitialMs;
+    this.pollMaxMs = options.pollMaxMs;
     this.nestedDepth = Math.max(2, options.nestedDepth ?? 2);
     this.http = options.http;
     this.useNova = options.useNova ?? true;
@@ -237,6 +279,11 @@ export class OpenStackDriver implements InfraDriver {
   async observe(ctx: InfraContext): Promise<ObservedResources> {
     return this.guard('observe', async () => {
       const s = this.session(ctx.vim);
+      // After a VNFC heal the stack is known: its changed stacks are listed while it is read.
+      const known = str(ctx.state.stack);
+      const slash = known?.lastIndexOf('/') ?? -1;
+      const early = known === undefined || slash <= 0 ? undefined : this.partialListing(ctx, s, { name: known.slice(0, slash), id: known.slice(slash + 1) });
+      early?.catch(() => undefined); // awaited below, or dropped with the stack
       const stack = await this.findStack(ctx, s.heat);
       if (stack === null) {
         // "No stack" is never "no resources", except where nothing is expected: a terminate, or an
@@ -245,12 +292,99 @@ export class OpenStackDriver implements InfraDriver {
         throw this.stackMissing(ctx);
       }
       const ref = refOf(stack);
-      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal });
+      const early2 = early === undefined ? undefined : await early;
+      const partial = early2 !== undefined && early2.top.id === ref.id ? early2 : undefined;
+      // Without Nova the CP ports' facts are always needed: read them while the stack is listed.
+      const portsAhead = partial === undefined && (s.noNova || !this.useNova) && Object.keys(ctx.flavour.cps).length > 0 ? this.portFacts(ctx, s, ref) : undefined;
+      portsAhead?.catch(() => undefined);
+      const rows = partial?.rows ?? (await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
       const serverIds = rows.filter((r) => r.resource_type === HEAT_TYPES.server && r.physical_resource_id).map((r) => r.physical_resource_id);
       const servers = serverIds.length > 0 ? await this.serverFacts(ctx, s, serverIds) : new Map<string, ServerFacts>();
-      const ports = this.needPortFacts(ctx, rows, servers) ? await this.portFacts(ctx, s, ref) : undefined;
-      return observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv), ...(ports === undefined ? {} : { ports }) });
+      let ports: Map<string, PortFacts> | undefined;
+      if (this.needPortFacts(ctx, rows, servers)) {
+        if (partial !== undefined && partial.ports !== undefined) ports = await partial.ports;
+        else ports = await (portsAhead ?? this.portFacts(ctx, s, ref));
+      } else await portsAhead;
+      const observed = observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv), ...(ports === undefined ? {} : { ports }) });
+      this.remember(ref, { rows, ports, fingerprint: fingerprintOfObserved(observed) });
+      if (partial !== undefined) ctx.log.debug({ step: 'observe', stacks: partial.changed.map((c) => c.name) }, 'observed: re-listed only the nested stacks the heal changed');
+      return observed;
     });
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // partial observation
+
+  private remember(ref: HeatStackRef, entry: ListingCacheEntry): void {
+    this.listings.delete(ref.id);
+    this.listings.set(ref.id, entry);
+    while (this.listings.size > LISTING_CACHE_MAX) this.listings.delete(this.listings.keys().next().value as string);
+  }
+
+  /**
+   * The listing of the whole stack without listing it whole, when this operation is a VNFC heal
+   * whose update changed only the stacks owning the marked resources: the last observation of
+   * this stack (kept in memory, and matching the instance information it produced) with the rows
+   * of those stacks read again (in place, so the order is Heat's). Undefined (-> full listing)
+   * otherwise: no heal update, a parameter change, no or an outdated kept observation, a changed
+   * stack that cannot be listed.
+   */
+  private async partialListing(
+    ctx: InfraContext,
+    s: VimSession,
+    ref: HeatStackRef,
+  ): Promise<{ top: HeatStackRef; rows: HeatResource[]; ports: Promise<Map<string, PortFacts> | undefined> | undefined; changed: HeatStackRef[] } | undefined> {
+    const progress = ctx.state.vnfcHeal;
+    if (!isObject(progress) || progress.updateIssued !== true || progress.patched === true || !Array.isArray(progress.marked) || progress.marked.length === 0) return undefined;
+    const cached = this.listings.get(ref.id);
+    if (cached === undefined || cached.fingerprint !== fingerprintOfInstance(ctx)) return undefined;
+    const refs = new Map<string, HeatStackRef>([[ref.id, ref]]);
+    for (const r of cached.rows) {
+      const own = stackOfRow(r);
+      if (own !== undefined) refs.set(own.id, own);
+    }
+    const changed: HeatStackRef[] = [];
+    for (const m of progress.marked as string[]) {
+      const id = m.slice(0, m.indexOf('/'));
+      const own = refs.get(id);
+      if (own === undefined) return undefined;
+      if (!changed.some((c) => c.id === id)) changed.push(own);
+    }
+    // The kept observation needed the CP ports' facts: those of the changed stacks are read alongside.
+    const ports = cached.ports === undefined ? undefined : this.changedPortFacts(ctx, s, cached.ports, changed);
+    ports?.catch(() => undefined); // awaited by observe when still needed
+    const fresh = new Map<string, HeatResource[]>();
+    try {
+      const lists = await Promise.all(changed.map((c) => s.heat.listResources(c, { signal: ctx.signal })));
+      changed.forEach((c, i) => fresh.set(c.id, lists[i] as HeatResource[]));
+    } catch (e) {
+      if (OpenStackError.isStatus(e, 404)) return undefined;
+      throw e;
+    }
+    const rows: HeatResource[] = [];
+    for (const r of cached.rows) {
+      const id = stackOfRow(r)?.id;
+      if (id === undefined || !changed.some((c) => c.id === id)) {
+        rows.push(r);
+        continue;
+      }
+      // The first row of a changed stack brings all of its rows; its other old rows go.
+      const again = fresh.get(id);
+      if (again !== undefined) rows.push(...again);
+      fresh.delete(id);
+    }
+    for (const again of fresh.values()) rows.push(...again); // a changed stack without rows before
+    return { top: ref, rows, ports, changed };
+  }
+
+  /** `ports` with the CP ports of the `changed` stacks read again (one detailed listing each). */
+  private async changedPortFacts(ctx: InfraContext, s: VimSession, ports: ReadonlyMap<string, PortFacts>, changed: readonly HeatStackRef[]): Promise<Map<string, PortFacts> | undefined> {
+    const out = new Map(ports);
+    for (const again of await Promise.all(changed.map((c) => this.portFactsOf(ctx, s, c, 0)))) {
+      if (again === undefined) return undefined;
+      for (const [k, v] of again) out.set(k, v);
+    }
+    return out;
   }
 
   // -------------------------------------------------------------------------------------------
@@ -299,7 +433,7 @@ export class OpenStackDriver implements InfraDriver {
     });
     const session: VimSession = {
       auth,
-      heat: new HeatClient({ auth, pollInitialMs: this.pollInitialMs, pollMaxMs: this.pollMaxMs }),
+      heat: new HeatClient({ auth, pollInitialMs: this.pollInitialMs ?? 100, pollMaxMs: Math.max(this.pollMaxMs ?? 250, this.pollInitialMs ?? 100) }),
       nova: new NovaClient({ auth }),
       noNova: false,
     };
@@ -396,9 +530,22 @@ export class OpenStackDriver implements InfraDriver {
     return Math.max(1, Math.ceil(ctx.config.vim.stackTimeoutMs / 60_000));
   }
 
+  /**
+   * Poll intervals of stack waits: short (`vim.stackPollMs`) while a typical stack action ends,
+   * doubling to `vim.stackPollMaxMs` after `vim.stackPollBackoffAfterMs`. The driver's options
+   * override the first two.
+   */
+  private poll(ctx: InfraContext): { pollInitialMs: number; pollMaxMs: number; pollBackoffAfterMs: number; pollSlowMaxMs: number } {
+    const v = ctx.config.vim;
+    const pollInitialMs = this.pollInitialMs ?? v.stackPollInitialMs ?? 100;
+    const pollMaxMs = Math.max(this.pollMaxMs ?? v.stackPollMs ?? 250, pollInitialMs);
+    return { pollInitialMs, pollMaxMs, pollBackoffAfterMs: v.stackPollBackoffAfterMs ?? 60_000, pollSlowMaxMs: Math.max(v.stackPollMaxMs ?? 2000, pollMaxMs) };
+  }
+
   private wait(ctx: InfraContext, heat: HeatClient, ref: HeatStackRef, target: string): Promise<HeatStack> {
     return heat.waitForStatus(ref, {
       target,
+      ...this.poll(ctx),
       timeoutMs: ctx.config.vim.stackTimeoutMs,
       signal: ctx.signal,
       onPoll: (st) => ctx.log.debug({ step: 'heat.wait', stack: ref.name, status: st.stack_status }, 'stack status'),
@@ -406,11 +553,11 @@ export class OpenStackDriver implements InfraDriver {
   }
 
   /** Waits until no action runs on the stack, whatever its outcome (a retry after a crash mid-wait). */
-  private async settle(ctx: InfraContext, heat: HeatClient, ref: HeatStackRef): Promise<HeatStack> {
-    const st = await heat.getStack(ref, { signal: ctx.signal });
+  private async settle(ctx: InfraContext, heat: HeatClient, ref: HeatStackRef, known?: HeatStack): Promise<HeatStack> {
+    const st = known ?? (await heat.getStack(ref, { signal: ctx.signal }));
     if (!st.stack_status.endsWith('_IN_PROGRESS')) return st;
     ctx.log.info({ step: 'heat.settle', stack: ref.name, status: st.stack_status }, 'waiting for the running stack action to end');
-    return heat.waitForStatus(ref, { target: SETTLED, failOn: [], timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
+    return heat.waitForStatus(ref, { target: SETTLED, failOn: [], timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal, ...this.poll(ctx) });
   }
 
   /**
@@ -454,7 +601,7 @@ export class OpenStackDriver implements InfraDriver {
     }
     if (status.startsWith('DELETE_')) {
       await s.heat.deleteStack(ref, { signal: ctx.signal });
-      await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
+      await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal, ...this.poll(ctx) });
       delete ctx.state.stack;
       await ctx.checkpoint();
       return this.ensureStack(ctx, s, fields, null);
@@ -480,7 +627,7 @@ export class OpenStackDriver implements InfraDriver {
     ctx.log.info({ step: 'heat.delete', stack: ref.name }, 'deleting stack');
     await this.settle(ctx, s.heat, ref);
     await s.heat.deleteStack(ref, { signal: ctx.signal });
-    await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
+    await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal, ...this.poll(ctx) });
   }
 
   // -------------------------------------------------------------------------------------------
@@ -614,14 +761,22 @@ export class OpenStackDriver implements InfraDriver {
   }
 
   private async healVnfcs(ctx: InfraContext, s: VimSession, plan: HealPlan): Promise<void> {
+    const progress = this.progress(ctx, 'vnfcHeal');
+    const fresh = !progress.updateIssued && progress.marked.length === 0;
+    // The targets' own stacks are listed while the top stack is read.
+    const early = fresh ? this.locateAtMetadata(ctx, s, plan) : undefined;
+    early?.catch(() => undefined); // awaited below
     const stack = await this.requireStack(ctx, s.heat);
     const ref = refOf(stack);
-    const progress = this.progress(ctx, 'vnfcHeal');
     const reason = plan.cause ? `heal by the VNFM: ${plan.cause}` : 'heal by the VNFM';
-    // A retry may find the previous update still running: marks would be refused (409) meanwhile.
-    await this.settle(ctx, s.heat, ref);
-    const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal });
-    const located = locateResources(ref, rows);
+    let quick = early === undefined ? undefined : await early;
+    if (stack.stack_status.endsWith('_IN_PROGRESS')) {
+      // A retry may find the previous update still running: marks would be refused (409)
+      // meanwhile, and what was listed may be changing.
+      await this.settle(ctx, s.heat, ref, stack);
+      quick = fresh ? await this.locateAtMetadata(ctx, s, plan) : undefined;
+    }
+    const located = quick ?? locateResources(ref, await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
     for (const target of plan.targets) {
       const server = this.findHealTarget(ctx, located, target, progress);
       if (server === undefined) continue;
@@ -634,9 +789,61 @@ export class OpenStackDriver implements InfraDriver {
     await ctx.checkpoint();
     const requestNfv = plan.additionalParams.nfv;
     const patch = isObject(requestNfv) ? (await this.stackFields(ctx, { current: parseNfvParameter(stack.parameters?.nfv), requestNfv })).parameters : undefined;
+    if (patch !== undefined && progress.patched !== true) {
+      progress.patched = true;
+      await ctx.checkpoint();
+    }
     ctx.log.info({ step: 'heat.update', stack: ref.name, marked: progress.marked.length }, 'updating stack (replaces the marked resources)');
     await s.heat.updateStackPatch(ref, { ...(patch === undefined ? {} : { parameters: patch }), timeoutMins: this.timeoutMins(ctx) }, { signal: ctx.signal });
     await this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
+  }
+
+  /**
+   * The heal targets' servers (and their stacks' other resources) without listing the whole
+   * stack: each target's owning stack (`metadata.stack_id`) is listed alone, and used when the
+   * row named `metadata.resource_name` there still holds the target's server (and, with
+   * `includeStorage`, every volume of the target is in that listing). Undefined when any target's
+   * stored location is missing or stale (the caller then lists the whole stack, so a target is
+   * never taken for another server).
+   */
+  private async locateAtMetadata(ctx: InfraContext, s: VimSession, plan: HealPlan): Promise<LocatedResource[] | undefined> {
+    const out: LocatedResource[] = [];
+    const listed = new Map<string, LocatedResource[]>();
+    for (const target of plan.targets) {
+      const info = target.vnfcResourceInfo;
+      const md = info.metadata ?? {};
+      const stackId = str(md.stack_id);
+      const name = str(md.resource_name) ?? info.vduId;
+      const parent = typeof md.parent_stack === 'string' ? md.parent_stack : undefined;
+      const slash = stackId?.lastIndexOf('/') ?? -1;
+      if (stackId === undefined || parent === undefined || slash <= 0) return undefined;
+      const owner: HeatStackRef = { name: stackId.slice(0, slash), id: stackId.slice(slash + 1) };
+      let rows = listed.get(owner.id);
+      if (rows === undefined) {
+        let raw: HeatResource[];
+        try {
+          raw = await s.heat.listResources(owner, { signal: ctx.signal });
+        } catch (e) {
+          if (OpenStackError.isStatus(e, 404)) return undefined;
+          throw e;
+        }
+        rows = raw.map((row) => {
+          const own = stackOfRow(row) ?? owner;
+          return { row, stack: own, stackPath: own.id === owner.id ? parent : `?${own.id}`, path: own.id === owner.id ? (parent === '' ? row.resource_name : `${parent}/${row.resource_name}`) : `?${own.id}/${row.resource_name}` };
+        });
+        listed.set(owner.id, rows);
+        out.push(...rows);
+      }
+      const server = rows.find((l) => l.stack.id === owner.id && l.row.resource_type === HEAT_TYPES.server && l.row.resource_name === name);
+      if (server === undefined || server.row.physical_resource_id !== info.computeResource.resourceId) return undefined;
+      if (plan.includeStorage) {
+        const vols = new Set(rows.filter((l) => l.row.resource_type === HEAT_TYPES.volume).map((l) => l.row.physical_resource_id));
+        const ids = new Set(info.storageResourceIds ?? []);
+        for (const v of ctx.instance.instantiatedVnfInfo?.virtualStorageResourceInfo ?? []) if (ids.has(v.id) && !vols.has(v.storageResource.resourceId)) return undefined;
+      }
+    }
+    ctx.log.debug({ step: 'heal.locate', stacks: [...listed.keys()] }, 'heal targets found where their metadata says');
+    return out;
   }
 
   /**
@@ -687,7 +894,7 @@ export class OpenStackDriver implements InfraDriver {
         ctx.log.info({ step: 'heat.delete', stack: ref.name }, 'entire heal: deleting stack');
         await this.settle(ctx, s.heat, ref);
         await s.heat.deleteStack(ref, { signal: ctx.signal });
-        await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal });
+        await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal, ...this.poll(ctx) });
       }
       progress.phase = 'deleted';
       delete ctx.state.stack;
@@ -734,9 +941,13 @@ export class OpenStackDriver implements InfraDriver {
    * nested stack (a scaling group's members).
    * Best effort: without it the addresses come from Nova alone.
    */
-  private async portFacts(ctx: InfraContext, s: VimSession, ref: HeatStackRef): Promise<Map<string, PortFacts> | undefined> {
+  private portFacts(ctx: InfraContext, s: VimSession, ref: HeatStackRef): Promise<Map<string, PortFacts> | undefined> {
+    return this.portFactsOf(ctx, s, ref, this.nestedDepth);
+  }
+
+  private async portFactsOf(ctx: InfraContext, s: VimSession, ref: HeatStackRef, nestedDepth: number): Promise<Map<string, PortFacts> | undefined> {
     try {
-      const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, withDetail: true, filters: { type: HEAT_TYPES.port }, signal: ctx.signal });
+      const rows = await s.heat.listResources(ref, { ...(nestedDepth > 0 ? { nestedDepth } : {}), withDetail: true, filters: { type: HEAT_TYPES.port }, signal: ctx.signal });
       const out = new Map<string, PortFacts>();
       for (const r of rows) {
         if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id || !Object.hasOwn(ctx.flavour.cps, r.resource_name)) continue;

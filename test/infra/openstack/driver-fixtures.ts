@@ -197,6 +197,8 @@ export function scalePlan(type: ScalePlan['type'], aspectId: string, fromLevel: 
 export interface HeatCall {
   method: string;
   path: string;
+  /** The query string ('' or `?...`). */
+  query: string;
 }
 
 /** Records every request made through the global fetch whose URL contains `match`. */
@@ -205,7 +207,7 @@ export function recordFetch(match: string): { calls: HeatCall[]; restore(): void
   const calls: HeatCall[] = [];
   globalThis.fetch = (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
     const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    if (url.includes(match)) calls.push({ method: (init?.method ?? 'GET').toUpperCase(), path: new URL(url).pathname });
+    if (url.includes(match)) calls.push({ method: (init?.method ?? 'GET').toUpperCase(), path: new URL(url).pathname, query: new URL(url).search });
     return original(input, init);
   }) as typeof fetch;
   return {

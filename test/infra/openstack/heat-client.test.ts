@@ -171,6 +171,22 @@ describe('HeatClient (against a local fake Heat)', () => {
     assert.ok((gaps[3] as number) > (gaps[0] as number), `intervals grow: ${gaps.join(',')}`);
   });
 
+  it('waitForStatus polls at a short interval first, then backs off to pollSlowMaxMs', async () => {
+    const busy = { stack_status: 'UPDATE_IN_PROGRESS', stack_status_reason: '' };
+    statuses = [...Array.from({ length: 16 }, () => busy), { stack_status: 'UPDATE_COMPLETE', stack_status_reason: 'done' }];
+    const t0 = Date.now();
+    await heat.waitForStatus('vnf-a/sid-1', { target: 'UPDATE_COMPLETE', timeoutMs: 10_000, pollInitialMs: 5, pollMaxMs: 10, pollBackoffAfterMs: 100, pollSlowMaxMs: 80 });
+    assert.equal(pollTimes.length, 17);
+    const gaps = pollTimes.slice(1).map((t, i) => t - (pollTimes[i] as number));
+    const fast = gaps.filter((_, i) => (pollTimes[i] as number) - t0 < 60);
+    const slow = gaps.slice(-3);
+    // Timers never fire early: the slow gaps are at least the capped interval (80) or one doubling short of it.
+    for (const g of slow) assert.ok(g >= 38, `backed off: ${gaps.join(',')}`);
+    assert.ok(fast.length >= 3, `several short polls before backing off: ${gaps.join(',')}`);
+    const sorted = [...fast].sort((x, y) => x - y);
+    assert.ok((sorted[Math.floor(sorted.length / 2)] as number) < 40, `short polls while the action usually ends: ${gaps.join(',')}`);
+  });
+
   it('waitForStatus throws with Heat stack_status_reason on a failure status', async () => {
     statuses = [
       { stack_status: 'UPDATE_IN_PROGRESS', stack_status_reason: '' },
