@@ -101,6 +101,8 @@ interface Replica {
   url: string;
   child?: Child;
   generation: number;
+  /** Being restarted: not picked by the next kill (two restarts of one replica would run two processes on one embedded database). */
+  restarting?: boolean;
 }
 
 interface Instance {
@@ -621,7 +623,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       while (running && Date.now() < chaosEnd) {
         await sleep(R.int(killEvery[0], killEvery[1]));
         if (!running || Date.now() >= chaosEnd) break;
-        const up = replicas.filter((x) => x.child?.alive());
+        const up = replicas.filter((x) => x.child?.alive() && !x.restarting);
         if (up.length === 0) continue;
         const r = R.pick(up);
         const child = r.child as Child;
@@ -631,6 +633,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         report.kills++;
         say(`killed replica ${r.index} (generation ${r.generation})`);
         const down = R.int(downMs[0], downMs[1]);
+        r.restarting = true;
         restarts.push(
           (async () => {
             await sleep(down);
@@ -642,9 +645,16 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
               } catch (e) {
                 report.failedStarts++;
                 say(`start ${attempt} of replica ${r.index} failed: ${(e as Error).message.slice(0, 300)}`);
+                // A start that timed out may still be running: end it before the next attempt.
+                const c = r.child;
+                if (c?.alive()) {
+                  c.proc.kill('SIGKILL');
+                  await c.exited;
+                }
                 await sleep(5000);
               }
             }
+            r.restarting = false;
             disruptions.push({ from, to: Date.now(), what: `kill of replica ${r.index}` });
           })(),
         );
