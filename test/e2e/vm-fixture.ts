@@ -17,6 +17,7 @@ import type { VnfmPlugin } from '../../src/main/server.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { STAND_IN_TEMPLATES_DIR } from '../helpers/fixtures.ts';
+import { type Reply, vnfmRequest } from '../helpers/http.ts';
 import { csarOf, ROOT } from '../helpers/packages.ts';
 import { type RealHeatSettings, realHeatSettings } from '../helpers/stages.ts';
 
@@ -24,13 +25,7 @@ import { type RealHeatSettings, realHeatSettings } from '../helpers/stages.ts';
 // biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON in scenario tests
 export type Json = Record<string, any>;
 
-/** One HTTP answer. */
-export interface Reply {
-  status: number;
-  headers: Headers;
-  body: Json;
-  text: string;
-}
+export type { Reply } from '../helpers/http.ts';
 
 /** Which OpenStack the scenario runs against. */
 export type VmTarget = 'sim' | 'real';
@@ -183,27 +178,7 @@ export async function startVmEnv(opts: VmEnvOptions): Promise<VmEnv> {
     });
     const v = vnfm;
     sim?.setVnfmUrl(`${v.url}/`);
-    const api = async (method: string, path: string, body?: unknown): Promise<Reply> => {
-      const headers: Record<string, string> = {};
-      if (path.startsWith('/vnflcm/v2')) headers.version = '2.0.0';
-      let payload: string | Blob | undefined;
-      if (Buffer.isBuffer(body)) {
-        headers['content-type'] = 'application/zip';
-        payload = new Blob([new Uint8Array(body)]);
-      } else if (body !== undefined) {
-        headers['content-type'] = 'application/json';
-        payload = JSON.stringify(body);
-      }
-      const res = await fetch(`${v.url}${path}`, { method, headers, ...(payload === undefined ? {} : { body: payload }) });
-      const text = await res.text();
-      let parsed: Json = {};
-      try {
-        parsed = text ? (JSON.parse(text) as Json) : {};
-      } catch {
-        parsed = {};
-      }
-      return { status: res.status, headers: res.headers, body: parsed, text };
-    };
+    const api = (method: string, path: string, body?: unknown): Promise<Reply> => vnfmRequest(v.url, method, path, body);
     const simControl = async (method: string, path: string, body?: unknown): Promise<Json> => {
       if (!sim) throw new Error('no simulator in a real-Heat scenario');
       const res = await fetch(`${sim.url}/_sim/${path}`, {
