@@ -95,7 +95,7 @@ await describeStores('LCM engine', (env: StoreEnv) => {
     assert.equal(vnfcs.filter((v: { vduId: string }) => v.vduId === 'VDU2').length, 1);
     assert.equal(occ.resourceChanges.affectedVnfcs.length, 3);
     assert.ok(!JSON.stringify(inst).includes('fake-secret-pw'), 'accessInfo never returned');
-    const notes = await vnfm.store.db.selectFrom('outbox').select('notification').execute();
+    const notes = await vnfm.store.db.selectFrom('outbox').select('notification').orderBy('id').execute();
     const mine = notes.map((n) => n.notification as Record<string, unknown>).filter((n) => n.vnfLcmOpOccId === occId);
     assert.deepEqual(
       mine.map((n) => `${n.operationState}/${n.notificationStatus}`),
