@@ -105,12 +105,14 @@ export class LcmService {
         if (!def) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `no vimConnectionInfo given and no default ${kind} VIM registered`);
         conns = { vim1: def };
       }
-      for (const c of Object.values(conns ?? (await this.instances.vimConnections(id)))) {
+      // The connections the op will use: the new ones, else the instance's (read once).
+      const inUse = Object.values(conns ?? (await this.instances.vimConnections(id)));
+      for (const c of inUse) {
         if (!this.hasDriver(c.vimType)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimType ${c.vimType} is not supported; supported: ETSINFV.OPENSTACK_KEYSTONE.V_3, ETSINFV.KUBERNETES.V_1`);
       }
       // The driver decides now whether the request deploys anything (e.g. a CNF whose
       // lcm-kubernetes-def-files name no VDU's workload: 422 instead of a FAILED_TEMP later).
-      const first = Object.values(conns ?? (await this.instances.vimConnections(id)))[0];
+      const first = inUse[0];
       const driver = first ? this.driverOf?.(first.vimType) : undefined;
       const flavour = vnfd.flavours[command.flavourId];
       if (driver?.deployedVdus && flavour) {
