@@ -8,6 +8,8 @@
  * | `real-heat`  | a real Keystone + Heat (`bash scripts/real-heat.sh up`, root, Debian)    |
  * | `tacker-cli` | the `openstack vnflcm` CLI (Debian package python3-tackerclient)         |
  * | `kubectl`    | the `kubectl` binary                                                     |
+ * | `lab`        | root, `ip netns`, and the Debian packages openssh-server, etcd-server,   |
+ * |              | etcd-client, haproxy, ansible, sshpass (the live-VM lab, docs/lab.md)     |
  *
  * A test file asks for its stage at load time (`const pg = await stage('pg')`) and passes
  * `{ skip: pg.skip }` to its `describe`. When the stage is listed in `VNFM_TEST_REQUIRE`
@@ -21,7 +23,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 /** The optional stages. */
-export const STAGES = ['pg', 'real-heat', 'tacker-cli', 'kubectl'] as const;
+export const STAGES = ['pg', 'real-heat', 'tacker-cli', 'kubectl', 'lab'] as const;
 /** One optional stage. */
 export type StageName = (typeof STAGES)[number];
 
@@ -164,7 +166,24 @@ const PROBES: Record<StageName, () => Promise<string | undefined>> = {
     probeCommand('python3', ['-c', 'import tackerclient.osc.v1.vnflcm.vnflcm'], 'the Tacker CLI plugin (python3-tackerclient)', TACKER_FIX, '/usr/bin:/bin') ??
     probeCommand('openstack', ['--version'], 'the `openstack` command', TACKER_FIX, '/usr/bin:/bin'),
   kubectl: async () => probeCommand('kubectl', ['version', '--client'], 'kubectl', 'install kubectl (Debian package kubernetes-client)'),
+  lab: probeLab,
 };
+
+const LAB_FIX = 'run as root on Debian 12 with the packages openssh-server etcd-server etcd-client haproxy ansible sshpass (`sudo bash scripts/test-all.sh` installs them)';
+
+async function probeLab(): Promise<string | undefined> {
+  if (process.getuid?.() !== 0) return `the live-VM lab needs root (network namespaces): ${LAB_FIX}`;
+  const sbin = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
+  return (
+    probeCommand('ip', ['netns', 'list'], '`ip netns`', LAB_FIX, sbin) ??
+    probeCommand('sshd', ['-V'], 'sshd (openssh-server)', LAB_FIX, sbin) ??
+    probeCommand('etcd', ['--version'], 'etcd (etcd-server)', LAB_FIX, sbin) ??
+    probeCommand('etcdctl', ['version'], 'etcdctl (etcd-client)', LAB_FIX, sbin) ??
+    probeCommand('haproxy', ['-v'], 'haproxy', LAB_FIX, sbin) ??
+    probeCommand('ansible-playbook', ['--version'], 'ansible-playbook (ansible)', LAB_FIX, sbin) ??
+    probeCommand('sshpass', ['-V'], 'sshpass', LAB_FIX, sbin)
+  );
+}
 
 const cache = new Map<StageName, Promise<Stage>>();
 
