@@ -10,16 +10,77 @@ import type { LcmCommand } from '../model/lcm-command.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
 import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
-import type { VimConnection } from '../vims/vim-registry.ts';
+import type { VimConnection, VimInput } from '../vims/vim-registry.ts';
 
 /** Hook names as the VNFD declares them. */
 export type HookName = `${'instantiate' | 'terminate' | 'scale' | 'heal' | 'modify_information' | 'change_external_connectivity'}_${'start' | 'end' | 'rollback_start' | 'rollback_end'}`;
+
+/**
+ * One VNFC the operation acts on, resolved by the engine (stable across the infra step: the VNFC
+ * keeps its ids when the VIM replaces its resource).
+ * - heal: every targeted VNFC (`change: 'heal'`); a whole-VNF heal lists none.
+ * - scale in: the VNFCs the infra step removes (`'remove'`), known before it runs.
+ * - scale out: in `_end` hooks, the VNFCs the infra step added (`'add'`).
+ */
+export interface MgmtTarget {
+  vnfcInfoId: string;
+  vnfcResourceInfoId: string;
+  vduId: string;
+  change: 'heal' | 'remove' | 'add';
+  /** The VIM resource before the infra step (absent for additions). */
+  oldResourceId?: string;
+  /** The VIM resource after the infra step (`_end` hooks; absent for removals). */
+  newResourceId?: string;
+}
+
+/** Progress of the running hook step, shown on the op occ (`vnfmProgress`). */
+export interface MgmtProgress {
+  /** Short step name, e.g. `drain`, `etcd-member-remove`. */
+  step: string;
+  /** The node or VNFC the step works on. */
+  node?: string;
+  /** Free text, e.g. the last line of a long command (redacted by the caller). */
+  detail?: string;
+}
+
+/** VIM registry operations a management driver may perform (credentials sealed by the registry). */
+export interface MgmtVims {
+  /**
+   * Registers a VIM, idempotently: a VIM with the same name and auth URL created for this instance
+   * (tag `vnfm.io/created-for=<instanceId>` in its extra) is returned instead of a second one.
+   */
+  register(input: VimInput): Promise<{ id: string; created: boolean }>;
+  findByName(name: string): Promise<{ id: string; authUrl: string; createdFor?: string } | undefined>;
+  /** Deletes a VIM; an unknown id is not an error. */
+  delete(id: string): Promise<void>;
+}
+
+/**
+ * Instance-scoped state of one driver, kept across operations (e.g. host key pins, the cluster's
+ * admin credentials). Stored sealed; never shown in any API body.
+ */
+export interface MgmtInstanceState {
+  get(): Promise<Record<string, unknown>>;
+  /** Replaces the state at once (not tied to the operation's outcome). */
+  save(state: Record<string, unknown>): Promise<void>;
+}
 
 /** What a management driver sees. */
 export interface MgmtContext {
   hook: HookName;
   /** The instance as the engine currently knows it (after the infra step for `_end` hooks). */
   instance: VnfInstanceRecord;
+  /** The instance as it was before the infra step (same as `instance` in `_start` hooks). */
+  previousInstance: VnfInstanceRecord;
+  /** The VNFCs this operation acts on (see {@link MgmtTarget}). */
+  targets: MgmtTarget[];
+  /** The operation's additionalParams, secrets unsealed (never log or return them). */
+  params: Record<string, unknown>;
+  /**
+   * The additionalParams of the INSTANTIATE that built this instance, secrets unsealed, with
+   * the overrides later operations persisted (see {@link MgmtResult.instantiateParams}).
+   */
+  instantiateParams: Record<string, unknown>;
   opOcc: OpOccRecord;
   /** What the operation does, version-neutral (heal targets are vnfcInfo ids). */
   command: LcmCommand;
@@ -43,6 +104,23 @@ export interface MgmtContext {
   log: Logger;
   config: VnfmConfig;
   publicUrl: string;
+  /** Shows the running step on the op occ (throttled: at most one write per second; the last one wins). */
+  progress(p: MgmtProgress): void;
+  /**
+   * A journaled step of this driver: runs `fn` unless a step of that name already completed in
+   * this op (then returns its recorded result); records completion and checkpoints. A retried op
+   * therefore resumes at the first unfinished step. Results must be JSON.
+   */
+  step<T>(name: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * Serialises drivers of different instances that share a resource (an Ansible server, a load
+   * balancer): waits until `key` is free (or `signal` aborts), returns the release function.
+   * Locks held by an op are released when its hook step ends, whatever the outcome.
+   */
+  lock(key: string): Promise<() => Promise<void>>;
+  vims: MgmtVims;
+  /** This driver's instance-scoped state (each driver has its own). */
+  instanceState: MgmtInstanceState;
 }
 
 /** Changes a hook asks the engine to make to the instance. */
@@ -53,6 +131,44 @@ export interface MgmtResult {
   extensions?: Record<string, unknown>;
   /** vnfcResourceInfo id -> metadata merged into that VNFC. */
   vnfcMetadata?: Record<string, Record<string, unknown>>;
+  /** Merged into instantiatedVnfInfo.metadata (e.g. `k8sCluster`); a null value removes the key. */
+  vnfInfoMetadata?: Record<string, unknown>;
+  /** vimConnectionInfo changes, applied when the operation completes. */
+  vimConnectionInfo?: {
+    /** New entries by id (the VIM must be registered: `vimId`). */
+    add?: Record<string, { vimId: string; vimType: string; interfaceInfo?: Record<string, unknown>; extra?: Record<string, unknown> }>;
+    /** Entries whose vimId is one of these are removed. */
+    removeVimIds?: string[];
+  };
+  /**
+   * Overrides merged (JSON merge patch, secrets sealed) into the stored instantiate parameters
+   * when the operation COMPLETES (never after a failure), e.g. a credential that now works.
+   */
+  instantiateParams?: Record<string, unknown>;
+}
+
+/** What a driver's request validation sees (at acceptance, before any op occ exists). */
+export interface MgmtValidation {
+  command: LcmCommand;
+  /** The instance as stored (NOT_INSTANTIATED for an instantiate). */
+  instance: VnfInstanceRecord;
+  vnfd: VnfPackageModel;
+  flavour: FlavourModel;
+  /** The hooks of the flavour this driver is bound to. */
+  hooks: HookName[];
+  /** The operation's additionalParams (secrets in clear: validate, never echo them). */
+  params: Record<string, unknown>;
+  /** Stored instantiate parameters (for scale/heal/terminate). */
+  instantiateParams: Record<string, unknown>;
+  files(): Promise<Map<string, Buffer>>;
+}
+
+/** How a VNFD hook's artifact names a built-in driver. */
+export interface HookArtifact {
+  artifactName: string;
+  file: string;
+  type: string;
+  properties: Record<string, unknown>;
 }
 
 /** A management driver. */
@@ -61,6 +177,17 @@ export interface MgmtDriver {
   /** Whether this driver acts on this hook for this operation. */
   applies(ctx: MgmtContext): boolean;
   run(ctx: MgmtContext): Promise<MgmtResult | void>;
+  /**
+   * Built-in drivers: whether this driver serves the VNFD hook whose artifact this is (by artifact
+   * name or `properties.healvnfm_driver`). A hook claimed by a built-in driver is not run as a
+   * package script.
+   */
+  claims?(artifact: HookArtifact): boolean;
+  /**
+   * Request validation at acceptance (throws a VnfmError: 400 for malformed parameters, 422 for a
+   * request the driver refuses); called only when the driver claims a hook of the flavour.
+   */
+  validate?(v: MgmtValidation): Promise<void>;
   /**
    * True when running this hook again after an interruption at any point is safe (idempotent by
    * construction: e.g. removals where "already gone" counts as done, journaled in `ctx.state`).

@@ -1,0 +1,54 @@
+/**
+ * Addresses of a VNFC's connection points as the infra drivers observed them, for management
+ * drivers that reach into a VNF (SSH to a VM, a node's cluster address).
+ *
+ * The engine keeps, per VNFC, `vnfcResourceInfo.metadata.cpAddresses`: CPD id -> `{fixed,
+ * floating}` (fixed = the port's own addresses, floating = NAT addresses associated with it). The
+ * SOL `cpProtocolInfo` carries the same addresses but cannot say which are floating.
+ */
+import type { VnfcResourceInfo } from '../model/vnf-instance.ts';
+
+/** The addresses of one CP of a VNFC. */
+export interface CpAddresses {
+  cpdId: string;
+  fixed: string[];
+  floating: string[];
+}
+
+function strings(v: unknown): string[] {
+  return Array.isArray(v) ? v.filter((x): x is string => typeof x === 'string') : [];
+}
+
+/** Every CP of a VNFC with its addresses (CPs without any address included, with empty lists). */
+export function vnfcAddresses(vnfc: VnfcResourceInfo): CpAddresses[] {
+  const out = new Map<string, CpAddresses>();
+  const recorded = vnfc.metadata?.cpAddresses;
+  if (recorded && typeof recorded === 'object') {
+    for (const [cpdId, v] of Object.entries(recorded as Record<string, unknown>)) {
+      const o = (v ?? {}) as { fixed?: unknown; floating?: unknown };
+      out.set(cpdId, { cpdId, fixed: strings(o.fixed), floating: strings(o.floating) });
+    }
+  }
+  // Fallback for VNFCs recorded before cpAddresses existed: every SOL address counts as fixed.
+  for (const cp of vnfc.vnfcCpInfo ?? []) {
+    if (out.has(cp.cpdId)) continue;
+    const fixed: string[] = [];
+    for (const pi of cp.cpProtocolInfo ?? []) for (const ip of pi.ipOverEthernet?.ipAddresses ?? []) fixed.push(...ip.addresses);
+    out.set(cp.cpdId, { cpdId: cp.cpdId, fixed, floating: [] });
+  }
+  return [...out.values()];
+}
+
+/**
+ * The address to reach a VNFC by a CP name as Tacker's parameters give it (`ssh_cp_name`,
+ * `nic_cp_name`, `cluster_cp_name`): the name of a CP (its floating address when `preferFloating`
+ * and it has one, else its first fixed address), or the name of a floating IP resource that is not
+ * a CP (then the VNFC's only floating address). Undefined when nothing matches.
+ */
+export function addressByCpName(vnfc: VnfcResourceInfo, name: string, preferFloating: boolean): string | undefined {
+  const cps = vnfcAddresses(vnfc);
+  const cp = cps.find((c) => c.cpdId === name);
+  if (cp) return (preferFloating ? cp.floating[0] : undefined) ?? cp.fixed[0];
+  const floating = cps.flatMap((c) => c.floating);
+  return floating.length === 1 ? floating[0] : undefined;
+}
