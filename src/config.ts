@@ -217,6 +217,15 @@ export interface VnfmConfig {
      */
     kubernetesCreateNamespace: boolean;
   };
+  /** Management drivers: the VNFD's hook scripts and the built-in drivers. */
+  mgmt: {
+    /** A package hook script is killed (its whole process group) after this long. @default 1800000 */
+    scriptTimeoutMs: number;
+    /** Output kept per stream of a hook script (the tail beyond is dropped). @default 1048576 */
+    scriptOutputMaxBytes: number;
+    /** After a stop request, how long a hook script may take to exit on SIGTERM before SIGKILL. @default 5000 */
+    scriptKillGraceMs: number;
+  };
 }
 
 /** Defaults; see the TSDoc of each field. */
@@ -254,6 +263,7 @@ export function defaultConfig(): VnfmConfig {
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
     vim: { stackTimeoutMs: 1_200_000, stackPollInitialMs: 100, stackPollMs: 250, stackPollBackoffAfterMs: 60_000, stackPollMaxMs: 2000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
+    mgmt: { scriptTimeoutMs: 1_800_000, scriptOutputMaxBytes: 1_048_576, scriptKillGraceMs: 5000 },
   };
 }
 
@@ -287,6 +297,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
   VNFM_STEP_MAX_ATTEMPTS: ['runner.stepRetries.maxAttempts', 'number'],
   VNFM_KUBERNETES_CREATE_NAMESPACE: ['vim.kubernetesCreateNamespace', 'boolean'],
+  VNFM_MGMT_SCRIPT_TIMEOUT_MS: ['mgmt.scriptTimeoutMs', 'number'],
   VNFM_STACK_POLL_MS: ['vim.stackPollMs', 'number'],
   VNFM_STACK_POLL_MAX_MS: ['vim.stackPollMaxMs', 'number'],
   VNFM_GRANT_MODE: ['grants.mode', 'string'],
@@ -398,6 +409,10 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
     }
   }
   if (typeof cfg.vim.kubernetesCreateNamespace !== 'boolean') throw new ConfigError('vim.kubernetesCreateNamespace: must be true or false');
+  for (const k of ['scriptTimeoutMs', 'scriptOutputMaxBytes', 'scriptKillGraceMs'] as const) {
+    const v = cfg.mgmt[k];
+    if (!Number.isInteger(v) || v < 1) throw new ConfigError(`mgmt.${k}: must be a positive integer, got ${JSON.stringify(v)}`);
+  }
   if (!Number.isInteger(cfg.health.readyTimeoutMs) || cfg.health.readyTimeoutMs < 1) throw new ConfigError('health.readyTimeoutMs must be an integer >= 1');
   const h = cfg.health;
   if (!Number.isInteger(h.livenessPort) || h.livenessPort < 0 || h.livenessPort > 65535) throw new ConfigError(`health.livenessPort: must be 0 (off) or a port 1-65535, got ${h.livenessPort}`);

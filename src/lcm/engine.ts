@@ -12,6 +12,7 @@ import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
 import { Executor } from './executor.ts';
 import { LcmService } from './lcm-service.ts';
+import { MgmtStore } from './mgmt-context.ts';
 import { OpOccStates } from './op-occ-state.ts';
 import { Runner } from './runner.ts';
 
@@ -37,10 +38,11 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   const mgmt = new MgmtRunner();
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config);
+  const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);
   let runner: Runner | undefined;
   const states = new OpOccStates({ notifier: ctx.notifier, metrics: ctx.metrics, instance: (id, tx) => ctx.instances.get(id, tx) });
-  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t));
-  const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, states, instances: ctx.instances, packages: ctx.packages, drivers, mgmt, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
+  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore });
+  const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, states, instances: ctx.instances, packages: ctx.packages, drivers, mgmt, mgmtStore, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
   ctx.engine = { lcm, runner, drivers, mgmt, grants, states };
   const r = runner;

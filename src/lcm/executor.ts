@@ -22,8 +22,9 @@ import type { VnfmMetrics } from '../core/metrics.ts';
 import type { VnfmConfig } from '../config.ts';
 import { classifyFailure, isVnfmError, terminalError, type VnfmError, vnfmError } from '../errors.ts';
 import type { InfraContext, InfraDriverRegistry, ObservedResources } from '../infra/infra-driver.ts';
-import type { HookName, MgmtContext, MgmtResult, MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import { type DriverScope, type HookName, type MgmtContext, type MgmtProgress, type MgmtResult, type MgmtRunner, mergeResult } from '../mgmt/mgmt-driver.ts';
 import { commandOf, type LcmCommand } from '../model/lcm-command.ts';
+import { maskSealed } from '../model/sealed-params.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import type { GrantClient, GrantRequest } from '../nfvo/grant-client.ts';
@@ -32,12 +33,13 @@ import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { VimConnection } from '../vims/vim-registry.ts';
-import type { InstanceService } from './instance-service.ts';
+import { InstanceService } from './instance-service.ts';
 import { externalCps } from '../packages/ext-cps.ts';
 import { rebuildInstantiatedInfo } from './instance-info.ts';
 import { dbNowPlus, isStop, type OpLease } from './lease.ts';
 import type { OpOccStates } from './op-occ-state.ts';
 import { getOpOcc } from './op-occ-repo.ts';
+import { journalStep, type MgmtStore, mgmtTargets } from './mgmt-context.ts';
 import type { OperationHandler, OpPlan, RunInput } from './operations/handler.ts';
 import { handlerFor } from './operations/index.ts';
 
@@ -59,6 +61,8 @@ interface OpCtx {
   mgmtResult?: MgmtResult;
   /** The step in flight when it was declared safe to repeat at its start (idempotent hooks only). */
   resumableStep?: string;
+  /** Progress of the running hook step (shown as `vnfmProgress` on the op occ). */
+  progress?: MgmtProgress & { hook: string; startedAt: string; updatedAt: string };
   /** The automatic retry pending or last made (cleared when its step completes). */
   retry?: RetryState;
   /** Every automatic retry of this op, oldest first (at most {@link RETRY_LOG_MAX}). */
@@ -122,6 +126,8 @@ export interface ExecutorDeps {
   packages: PackageService;
   drivers: InfraDriverRegistry;
   mgmt: MgmtRunner;
+  /** Driver state, instantiate parameters, locks and the VIM facade of management contexts. */
+  mgmtStore: MgmtStore;
   grants: GrantClient;
   /** Asks the runner to look for work again in `ms` (an automatic retry falls due then). */
   wakeAfter?: (ms: number) => void;
@@ -270,21 +276,23 @@ export class Executor {
     const handler = handlerFor(op.operation);
     // Frozen at the first run: a legacy row's command (derived from its request) names the VNFCs as they were then.
     ctx.command ??= commandOf(op, instance);
-    const command = ctx.command as LcmCommand;
+    // Stored sealed (secrets of additionalParams); the engine and its drivers work on the clear command.
+    const command = this.d.mgmtStore.unseal(ctx.command as LcmCommand);
     const vnfd = await this.d.packages.vnfd(instance.vnfPkgId);
     const flavourId = ctx.flavourId ?? handler.flavourId(command as never, instance);
     const flavour = flavourId ? vnfd.flavours[flavourId] : undefined;
     if (!flavour) throw vnfmError('VNFM_ERR_INST_INVALID', `flavour ${flavourId} not found in VNFD ${vnfd.vnfdId}`);
     ctx.flavourId = flavour.flavourId;
     const conns = await this.d.instances.vimConnections(instance.id);
-    const vimKey = Object.keys(conns)[0];
+    const vimKey = InstanceService.infraConnectionKey(conns);
     const vim = vimKey ? conns[vimKey] : undefined;
     let filesCache: Promise<Map<string, Buffer>> | undefined;
     const files = () => {
       filesCache ??= this.d.packages.files(instance.vnfPkgId);
       return filesCache;
     };
-    return { instance, handler, command, vnfd, flavour, vim, vimKey: vimKey ?? 'vim1', files };
+    const instantiateParams = command.operation === 'INSTANTIATE' ? {} : await this.d.mgmtStore.instantiateParams(instance.id);
+    return { instance, handler, command, vnfd, flavour, vim, vimKey: vimKey ?? 'vim1', files, instantiateParams };
   }
 
   /** Computes and freezes the op's targets (levels, VNFC counts) in its checkpoint, so retries use the same. */
@@ -337,10 +345,18 @@ export class Executor {
     return drv;
   }
 
-  private mgmtContext(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger): MgmtContext {
+  private mgmtContext(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger, previous?: VnfInstanceRecord): MgmtContext {
+    const before = previous ?? all.instance;
+    const removed = all.command.operation === 'SCALE' && all.command.type === 'SCALE_IN' ? all.handler.grant(this.runInput(ctx, all)).remove.map((r) => (r.resource as { resourceId?: string } | undefined)?.resourceId).filter((x): x is string => typeof x === 'string') : [];
+    const lease = this.lease(ctx);
+    const store = this.d.mgmtStore;
     return {
       hook,
       instance: all.instance,
+      previousInstance: before,
+      targets: mgmtTargets(all.command, before, all.instance, removed),
+      params: (all.command as { additionalParams?: Record<string, unknown> }).additionalParams ?? {},
+      instantiateParams: all.command.operation === 'INSTANTIATE' ? ((all.command as { additionalParams?: Record<string, unknown> }).additionalParams ?? {}) : all.instantiateParams,
       opOcc: op,
       command: all.command,
       request: op.operationParams,
@@ -352,25 +368,64 @@ export class Executor {
       files: all.files,
       state: ctx.mgmt,
       checkpoint: () => this.save(op.id, ctx),
-      signal: this.lease(ctx).signal,
+      signal: lease.signal,
       log,
       config: this.d.config,
       publicUrl: this.d.config.publicUrl,
+      progress: (p) => this.progress(op.id, ctx, hook, p),
+      step: (name, fn) => journalStep(ctx.mgmt, name, fn, () => this.save(op.id, ctx)),
+      lock: (key) => store.lock(key, op.id, lease.signal),
+      vims: store.vims(all.instance.id),
+      instanceState: store.instanceState(all.instance.id, 'default'),
     };
   }
 
-  private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger): Promise<void | 'skipped'> {
-    const mctx = this.mgmtContext(op, ctx, hook, all, grant, log);
+  /** Each management driver's own step journal (in the op's mgmt state) and instance state. */
+  private driverScope(op: OpOccRecord, ctx: OpCtx, instanceId: string): DriverScope {
+    return (driver) => {
+      const journal = (ctx.mgmt[`driver:${driver}`] ??= {}) as Record<string, unknown>;
+      return {
+        step: (name, fn) => journalStep(journal, name, fn, () => this.save(op.id, ctx)),
+        instanceState: this.d.mgmtStore.instanceState(instanceId, driver),
+      };
+    };
+  }
+
+  /** Records hook progress on the op occ: at most one write per second, the latest kept. */
+  private readonly progressWrites = new WeakMap<OpCtx, { last: number; timer?: NodeJS.Timeout }>();
+  private progress(opId: string, ctx: OpCtx, hook: string, p: MgmtProgress): void {
+    const now = new Date().toISOString();
+    const startedAt = ctx.progress && ctx.progress.hook === hook && ctx.progress.step === p.step && ctx.progress.node === p.node ? ctx.progress.startedAt : now;
+    ctx.progress = { hook, step: p.step, ...(p.node !== undefined ? { node: p.node } : {}), ...(p.detail !== undefined ? { detail: p.detail.slice(0, 500) } : {}), startedAt, updatedAt: now };
+    const w = this.progressWrites.get(ctx) ?? { last: 0 };
+    this.progressWrites.set(ctx, w);
+    if (w.timer) return;
+    const flush = (): void => {
+      w.timer = undefined;
+      w.last = Date.now();
+      if (this.finished.has(ctx)) return;
+      this.save(opId, ctx).catch(() => undefined);
+    };
+    const wait = w.last + 1000 - Date.now();
+    if (wait <= 0) flush();
+    else w.timer = setTimeout(flush, wait);
+  }
+
+  private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger, previous?: VnfInstanceRecord): Promise<void | 'skipped'> {
+    const mctx = this.mgmtContext(op, ctx, hook, all, grant, log, previous);
     if (!this.d.mgmt.applies(mctx)) return 'skipped';
     await this.lease(ctx).confirm();
-    const r = await this.d.mgmt.run(mctx);
-    if (r.metadata || r.extensions || r.vnfcMetadata) {
-      const prev = ctx.mgmtResult ?? {};
-      ctx.mgmtResult = {
-        ...(r.metadata || prev.metadata ? { metadata: { ...(prev.metadata ?? {}), ...(r.metadata ?? {}) } } : {}),
-        ...(r.extensions || prev.extensions ? { extensions: { ...(prev.extensions ?? {}), ...(r.extensions ?? {}) } } : {}),
-        ...(r.vnfcMetadata || prev.vnfcMetadata ? { vnfcMetadata: { ...(prev.vnfcMetadata ?? {}), ...(r.vnfcMetadata ?? {}) } } : {}),
-      };
+    try {
+      const r = await this.d.mgmt.run(mctx, this.driverScope(op, ctx, all.instance.id));
+      // Parameter overrides may hold credentials: sealed before they reach the op's checkpoint.
+      if (r.instantiateParams) r.instantiateParams = this.d.mgmtStore.seal(r.instantiateParams);
+      if (Object.keys(r).length > 0) ctx.mgmtResult = mergeResult(ctx.mgmtResult ?? {}, r);
+    } finally {
+      const w = this.progressWrites.get(ctx);
+      if (w?.timer) clearTimeout(w.timer);
+      this.progressWrites.delete(ctx);
+      delete ctx.progress;
+      await this.d.mgmtStore.releaseLocks(op.id).catch((e) => log.warn({ err: e }, 'could not release management locks'));
     }
   }
 
@@ -397,7 +452,8 @@ export class Executor {
       ...(ctx.instantiationLevelId && op.operation === 'INSTANTIATE' ? { instantiationLevelId: ctx.instantiationLevelId } : {}),
       ...(add.length ? { addResources: add } : {}),
       ...(remove.length ? { removeResources: remove } : {}),
-      ...(additionalParams && Object.keys(additionalParams).length ? { additionalParams } : {}),
+      // Secrets of the request (e.g. SSH passwords for management drivers) never leave the VNFM.
+      ...(additionalParams && Object.keys(additionalParams).length ? { additionalParams: maskSealed(additionalParams) } : {}),
       _links: { vnfLcmOpOcc: { href: `${base}/vnf_lcm_op_occs/${op.id}` }, vnfInstance: { href: `${base}/vnf_instances/${all.instance.id}` } },
     };
   }
@@ -455,7 +511,7 @@ export class Executor {
     const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: handler.instantiatedAfter ? 'INSTANTIATED' : 'NOT_INSTANTIATED', instantiatedVnfInfo: infoAfter };
     let endHookRan = false;
     await this.step(op.id, ctx, 'mgmt-end', log, async () => {
-      const r = await this.hook(op, ctx, hooks.end, { ...all, instance: instAfter }, grant, log);
+      const r = await this.hook(op, ctx, hooks.end, { ...all, instance: instAfter }, grant, log, all.instance);
       endHookRan = r !== 'skipped';
       return r;
     }, () => this.hookNeeded(op, ctx, hooks.end, all), () => this.hookIdempotent(op, ctx, hooks.end, all));
@@ -492,7 +548,8 @@ export class Executor {
   private async complete(op: OpOccRecord, ctx: OpCtx, all: Loaded, observed: ObservedResources, log: Logger, finalState: 'COMPLETED' | 'ROLLED_BACK', instantiated: boolean): Promise<void> {
     const inst = await this.d.instances.get(op.vnfInstanceId);
     const { info, changes } = this.rebuild(inst, observed, ctx, all);
-    const newInfo: InstantiatedVnfInfo | null = instantiated ? info : null;
+    const mr = ctx.mgmtResult;
+    const newInfo: InstantiatedVnfInfo | null = instantiated ? (mr?.vnfInfoMetadata ? { ...info, metadata: mergePatch(info.metadata ?? {}, mr.vnfInfoMetadata) as Record<string, unknown> } : info) : null;
     const lease = this.lease(ctx);
     await this.d.db.transaction().execute(async (tx) => {
       const rc = changes.affectedVnfcs.length || changes.affectedVirtualLinks.length || changes.affectedVirtualStorages.length ? changes : null;
@@ -507,6 +564,13 @@ export class Executor {
           const iset: Record<string, unknown> = { instantiation_state: instantiated ? 'INSTANTIATED' : 'NOT_INSTANTIATED', instantiated_vnf_info: json(newInfo), rev: inst.rev + 1 };
           if (ctx.mgmtResult?.metadata) iset.metadata = json(mergePatch(inst.metadata ?? {}, ctx.mgmtResult.metadata));
           if (ctx.mgmtResult?.extensions) iset.extensions = json(mergePatch(inst.extensions ?? {}, ctx.mgmtResult.extensions));
+          if (mr?.vimConnectionInfo) {
+            // Entries a management driver added (a VIM it registered) or removed (a VIM it deleted).
+            const gone = new Set(mr.vimConnectionInfo.removeVimIds ?? []);
+            const vci = Object.fromEntries(Object.entries(inst.vimConnectionInfo).filter(([, c]) => !(c.vimId && gone.has(c.vimId))));
+            const added = Object.fromEntries(Object.entries(mr.vimConnectionInfo.add ?? {}).map(([k, c]) => [k, { ...c, extra: { ...(c.extra ?? {}), 'vnfm.io/registered-by': 'mgmt' } }]));
+            iset.vim_connection_info = json({ ...vci, ...added });
+          }
           if (finalState === 'COMPLETED' && instantiated && all.handler.completedInstanceUpdate) Object.assign(iset, all.handler.completedInstanceUpdate(all.command as never, inst));
           await t.updateTable('vnf_instance').set(iset as never).where('id', '=', op.vnfInstanceId).execute();
         },
@@ -517,6 +581,10 @@ export class Executor {
       );
     });
     this.finished.add(ctx);
+    // Parameter overrides a driver asked to keep (e.g. a credential that now works): completed ops only.
+    if (finalState === 'COMPLETED' && mr?.instantiateParams) {
+      await this.d.mgmtStore.persistInstantiateParams(op.vnfInstanceId, mr.instantiateParams).catch((e) => log.error({ err: e }, 'could not persist the instantiate parameter overrides of a management driver'));
+    }
     log.info({ state: finalState, ms: Date.now() - op.startTime.getTime() }, 'lcm operation finished');
   }
 

@@ -144,6 +144,14 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     for (const [k, v] of Object.entries(hookMeta)) if (v === null) delete meta[k];
     if (o.stableKey) meta.stableKey = o.stableKey;
     delete meta.replacedResourceId;
+    // Fixed and floating addresses per CP, for management drivers (src/mgmt/addresses.ts); SOL's
+    // cpProtocolInfo cannot tell a floating address from a fixed one.
+    delete meta.cpAddresses;
+    if (o.cps?.some((c) => (c.addresses ?? []).length > 0)) {
+      meta.cpAddresses = Object.fromEntries(
+        o.cps.map((c) => [c.cpdId, { fixed: (c.addresses ?? []).filter((a) => a.floating !== true).map((a) => a.address), floating: (c.addresses ?? []).filter((a) => a.floating === true).map((a) => a.address) }]),
+      );
+    }
     const replacedId = old && old.computeResource.resourceId !== o.computeResource.resourceId ? old.computeResource.resourceId : undefined;
     const rec: VnfcResourceInfo = {
       id,

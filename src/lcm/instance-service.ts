@@ -73,6 +73,17 @@ export class InstanceService {
     return out;
   }
 
+  /**
+   * The connection the VNF's resources live on (the infra driver's): the first entry not added by
+   * a management driver (those name VIMs the VNF itself provides, e.g. the Kubernetes cluster a
+   * cluster VNF built; marked `extra['vnfm.io/registered-by']`). Stored JSON does not keep key
+   * order, so entries are taken in key order.
+   */
+  static infraConnectionKey(conns: Record<string, { extra?: Record<string, unknown> }>): string | undefined {
+    const keys = Object.keys(conns).sort();
+    return keys.find((k) => conns[k]?.extra?.['vnfm.io/registered-by'] === undefined) ?? keys[0];
+  }
+
   /** Splits completed connections into the stored (no accessInfo) part and the sealed secrets. */
   async sealConnections(conns: Record<string, VimConnection>): Promise<{ info: Record<string, unknown>; secrets: string }> {
     const info: Record<string, unknown> = {};

@@ -23,6 +23,8 @@ import type { InstanceService, ModifyInstanceInput } from './instance-service.ts
 import type { OpOccStates } from './op-occ-state.ts';
 import { findByOrigin, getOpOcc, isOriginViolation } from './op-occ-repo.ts';
 import { handlerFor } from './operations/index.ts';
+import type { MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import type { MgmtStore } from './mgmt-context.ts';
 import { modifyInfo } from './operations/modify-info.ts';
 
 /** How a command was asked for. */
@@ -51,6 +53,8 @@ export class LcmService {
     private readonly wake: () => void,
     /** The infra driver of a VIM type (undefined: not supported); without it every type is accepted. */
     private readonly driverOf?: (vimType: string) => InfraDriver | undefined,
+    /** Management drivers (request validation at acceptance) and the sealing of request secrets. */
+    private readonly mgmt?: { mgmt: MgmtRunner; mgmtStore: MgmtStore },
   ) {}
 
   private hasDriver(vimType: string): boolean {
@@ -71,12 +75,34 @@ export class LcmService {
     const inst = await this.instances.get(id);
     const vnfd = await this.vnfdOf(inst);
     const handler = handlerFor(command.operation);
-    const accepted = handler.accept(inst, vnfd, command as never);
+    let accepted = handler.accept(inst, vnfd, command as never) as typeof command;
     const instanceUpdate = prepare ? await prepare(inst, vnfd) : undefined;
+    let params = o.params;
+    if (this.mgmt) {
+      // Built-in management drivers check their parameters and refuse what they cannot do (400/422)
+      // before any op occ exists.
+      const flavourId = command.operation === 'INSTANTIATE' ? command.flavourId : inst.instantiatedVnfInfo?.flavourId;
+      const flavour = flavourId ? vnfd.flavours[flavourId] : undefined;
+      if (flavour) {
+        await this.mgmt.mgmt.validate({
+          command: accepted,
+          instance: inst,
+          vnfd,
+          flavour,
+          params: (accepted as { additionalParams?: Record<string, unknown> }).additionalParams ?? {},
+          instantiateParams: command.operation === 'INSTANTIATE' ? {} : await this.mgmt.mgmtStore.instantiateParams(inst.id),
+          files: () => this.packages.files(inst.vnfPkgId),
+        });
+      }
+      // Secrets of the request (SSH passwords, keys, tokens) are stored sealed: shown as ****,
+      // opened only for the management drivers.
+      accepted = this.mgmt.mgmtStore.seal(accepted);
+      params = this.mgmt.mgmtStore.seal(params);
+    }
     let opId = '';
     try {
       await this.db.transaction().execute(async (tx) => {
-        const op = await this.states.create(tx, { instance: inst, operation: command.operation, command: accepted, params: o.params, apiVersion: o.apiVersion, automatic: o.automatic ?? false, state: 'STARTING', pending: 'run', ...(o.origin ? { origin: o.origin } : {}) });
+        const op = await this.states.create(tx, { instance: inst, operation: command.operation, command: accepted, params, apiVersion: o.apiVersion, automatic: o.automatic ?? false, state: 'STARTING', pending: 'run', ...(o.origin ? { origin: o.origin } : {}) });
         opId = op.id;
         if (instanceUpdate) await tx.updateTable('vnf_instance').set(instanceUpdate as never).where('id', '=', inst.id).execute();
       });

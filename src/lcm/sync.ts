@@ -30,6 +30,7 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { Logger } from 'pino';
+import { InstanceService } from './instance-service.ts';
 import { Counter } from 'prom-client';
 import type { PluginHooks } from '../core/plugin.ts';
 import type { AppContext } from '../core/services.ts';
@@ -168,7 +169,7 @@ export class DriftSync {
     const flavour = vnfd.flavours[info.flavourId];
     if (!flavour) throw vnfmError('VNFM_ERR_INST_INVALID', `flavour ${info.flavourId} not found in VNFD ${vnfd.vnfdId}`);
     const conns = await ctx.instances.vimConnections(inst.id);
-    const vimKey = Object.keys(conns)[0];
+    const vimKey = InstanceService.infraConnectionKey(conns);
     const vim = vimKey === undefined ? undefined : conns[vimKey];
     if (!vim || vimKey === undefined) throw vnfmError('VNFM_ERR_INST_INVALID', `VnfInstance ${inst.id} has no vimConnectionInfo`);
     const plan = steadyPlan(inst, flavour);

@@ -177,6 +177,8 @@ export interface MgmtDriver {
   /** Whether this driver acts on this hook for this operation. */
   applies(ctx: MgmtContext): boolean;
   run(ctx: MgmtContext): Promise<MgmtResult | void>;
+  /** True for the driver that runs the VNFD's own hook scripts (skipped for hooks a built-in driver claims). */
+  readonly runsPackageScripts?: boolean;
   /**
    * Built-in drivers: whether this driver serves the VNFD hook whose artifact this is (by artifact
    * name or `properties.healvnfm_driver`). A hook claimed by a built-in driver is not run as a
@@ -197,37 +199,94 @@ export interface MgmtDriver {
   idempotent?(ctx: MgmtContext): boolean;
 }
 
-/** Runs every applicable driver for a hook, in registration order. */
+/** The artifact behind a flavour's hook, as built-in drivers see it (undefined: no such hook). */
+export function hookArtifact(flavour: FlavourModel, hook: string): HookArtifact | undefined {
+  const h = flavour?.lcmHooks?.[hook];
+  return h ? { artifactName: h.artifactName, file: h.file, type: h.type, properties: { ...(h.properties ?? {}) } } : undefined;
+}
+
+/** Per-driver parts of a context: each driver gets its own step journal and instance state. */
+export type DriverScope = (driver: string) => Pick<MgmtContext, 'step' | 'instanceState'>;
+
+/**
+ * Runs the drivers acting on a hook, in registration order. A hook whose artifact a built-in
+ * driver claims ({@link MgmtDriver.claims}) is served by that driver only (the first claimer);
+ * package scripts ({@link MgmtDriver.runsPackageScripts}) run only for unclaimed hooks; drivers
+ * that claim nothing (e.g. enabled by request parameters) run when they apply.
+ */
 export class MgmtRunner {
   private readonly drivers: MgmtDriver[] = [];
   register(d: MgmtDriver): void {
     this.drivers.push(d);
   }
+
+  /** The built-in driver claiming this hook of the flavour, if any. */
+  claimer(flavour: FlavourModel, hook: string): MgmtDriver | undefined {
+    const art = hookArtifact(flavour, hook);
+    return art ? this.drivers.find((d) => d.claims?.(art) === true) : undefined;
+  }
+
+  private acting(ctx: MgmtContext): MgmtDriver[] {
+    const claimer = this.claimer(ctx.flavour, ctx.hook);
+    return this.drivers.filter((d) => {
+      if (d.claims) return d === claimer && d.applies(ctx);
+      if (d.runsPackageScripts) return claimer === undefined && d.applies(ctx);
+      return d.applies(ctx);
+    });
+  }
+
   /** Whether any driver acts on this hook (so the engine can skip the step cheaply). */
   applies(ctx: MgmtContext): boolean {
-    return this.drivers.some((d) => d.applies(ctx));
+    return this.acting(ctx).length > 0;
   }
   /** Whether every driver that acts on this hook declares it safe to run again after an interruption. */
   idempotent(ctx: MgmtContext): boolean {
-    const acting = this.drivers.filter((d) => d.applies(ctx));
+    const acting = this.acting(ctx);
     return acting.length > 0 && acting.every((d) => d.idempotent?.(ctx) === true);
   }
-  /** Runs the hook; results are merged in order. */
-  async run(ctx: MgmtContext): Promise<MgmtResult> {
+
+  /**
+   * Request validation at acceptance by every built-in driver bound to a hook of the flavour
+   * (throws the first driver's refusal).
+   */
+  async validate(v: Omit<MgmtValidation, 'hooks'>): Promise<void> {
+    const bound = new Map<MgmtDriver, HookName[]>();
+    for (const hook of Object.keys(v.flavour.lcmHooks)) {
+      const d = this.claimer(v.flavour, hook);
+      if (d) bound.set(d, [...(bound.get(d) ?? []), hook as HookName]);
+    }
+    for (const [d, hooks] of bound) await d.validate?.({ ...v, hooks });
+  }
+
+  /** Runs the hook; results are merged in order. `scope` gives each driver its own journal and state. */
+  async run(ctx: MgmtContext, scope?: DriverScope): Promise<MgmtResult> {
     const out: MgmtResult = {};
-    for (const d of this.drivers) {
+    for (const d of this.acting(ctx)) {
       ctx.signal.throwIfAborted();
-      if (!d.applies(ctx)) continue;
       ctx.log.info({ hook: ctx.hook, driver: d.name }, 'management hook');
-      const r = await d.run(ctx);
-      if (!r) continue;
-      if (r.metadata) out.metadata = { ...(out.metadata ?? {}), ...r.metadata };
-      if (r.extensions) out.extensions = { ...(out.extensions ?? {}), ...r.extensions };
-      if (r.vnfcMetadata) {
-        out.vnfcMetadata ??= {};
-        for (const [k, v] of Object.entries(r.vnfcMetadata)) out.vnfcMetadata[k] = { ...(out.vnfcMetadata[k] ?? {}), ...v };
-      }
+      const r = await d.run(scope ? { ...ctx, ...scope(d.name) } : ctx);
+      if (r) mergeResult(out, r);
     }
     return out;
   }
+}
+
+/** Merges `r` into `out` (later results win per key; vimConnectionInfo changes accumulate). */
+export function mergeResult(out: MgmtResult, r: MgmtResult): MgmtResult {
+  if (r.metadata) out.metadata = { ...(out.metadata ?? {}), ...r.metadata };
+  if (r.extensions) out.extensions = { ...(out.extensions ?? {}), ...r.extensions };
+  if (r.vnfInfoMetadata) out.vnfInfoMetadata = { ...(out.vnfInfoMetadata ?? {}), ...r.vnfInfoMetadata };
+  if (r.instantiateParams) out.instantiateParams = { ...(out.instantiateParams ?? {}), ...r.instantiateParams };
+  if (r.vnfcMetadata) {
+    out.vnfcMetadata ??= {};
+    for (const [k, v] of Object.entries(r.vnfcMetadata)) out.vnfcMetadata[k] = { ...(out.vnfcMetadata[k] ?? {}), ...v };
+  }
+  if (r.vimConnectionInfo) {
+    const cur = out.vimConnectionInfo ?? {};
+    const removed = [...(cur.removeVimIds ?? []), ...(r.vimConnectionInfo.removeVimIds ?? [])];
+    // An entry added earlier (e.g. heal_end after heal_start) survives a removal listed before it.
+    const add = { ...(cur.add ?? {}), ...(r.vimConnectionInfo.add ?? {}) };
+    out.vimConnectionInfo = { ...(Object.keys(add).length ? { add } : {}), ...(removed.length ? { removeVimIds: [...new Set(removed)] } : {}) };
+  }
+  return out;
 }

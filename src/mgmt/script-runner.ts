@@ -4,7 +4,13 @@
  * that dir as cwd, gets one JSON document on stdin `{hook, operation, request, vnfInstance,
  * grantRequest, grant, packageDir}` and may print one JSON document on stdout `{metadata?,
  * extensions?, vnfcMetadata?}`. Exit code 0 = success; anything else fails the step with the
- * script's stderr. Python scripts run with python3, others must be executable. A timeout kills it.
+ * script's stderr. Python scripts run with python3, others must be executable.
+ *
+ * Containment: a script runs in its own process group with a scrubbed environment (PATH, LANG,
+ * TZ, HOME and TMPDIR = its temp dir, and `VNFM_HOOK` / `VNFM_OPERATION`: nothing of the VNFM's own
+ * environment, where its secrets live); on timeout or stop the whole group is killed (children
+ * included); each output stream keeps at most `mgmt.scriptOutputMaxBytes` (the tail). Hooks claimed
+ * by a built-in driver (MgmtDriver.claims) are not run as scripts.
  *
  * Temp dirs are named `vnfm-hook-<pid>-<random>` (the pid of the VNFM that made them), so
  * {@link cleanupStaleHookDirs} can remove at start-up the ones a killed VNFM left behind, and only
@@ -71,10 +77,9 @@ export const KILL_GRACE_MS = 5000;
 /** The management driver that runs VNFD hook scripts. */
 export class ScriptMgmtDriver implements MgmtDriver {
   readonly name = 'vnfd-script';
-  constructor(
-    private readonly timeoutMs = DEFAULT_SCRIPT_TIMEOUT_MS,
-    private readonly killGraceMs = KILL_GRACE_MS,
-  ) {}
+  readonly runsPackageScripts = true;
+  /** Fixed limits (tests); otherwise each run reads `config.mgmt`. */
+  constructor(private readonly limits: { timeoutMs?: number; killGraceMs?: number; outputMaxBytes?: number } = {}) {}
 
   applies(ctx: MgmtContext): boolean {
     return ctx.flavour.lcmHooks[ctx.hook] !== undefined;
@@ -95,7 +100,15 @@ export class ScriptMgmtDriver implements MgmtDriver {
       const script = join(dir, hook.file);
       const [cmd, args] = hook.file.endsWith('.py') ? ['python3', [script]] : [script, []];
       const input = JSON.stringify({ hook: ctx.hook, operation: ctx.opOcc.operation, request: ctx.request, vnfInstance: ctx.instance, grantRequest: ctx.grantRequest, grant: ctx.grant, packageDir: dir });
-      const { code, stdout, stderr } = await runProcess(cmd, args as string[], dir, input, this.timeoutMs, ctx.signal, this.killGraceMs);
+      const m = ctx.config.mgmt;
+      const env = scrubbedEnv(dir, { VNFM_HOOK: ctx.hook, VNFM_OPERATION: ctx.opOcc.operation });
+      const { code, stdout, stderr } = await runProcess(cmd, args as string[], dir, input, {
+        timeoutMs: this.limits.timeoutMs ?? m?.scriptTimeoutMs ?? DEFAULT_SCRIPT_TIMEOUT_MS,
+        killGraceMs: this.limits.killGraceMs ?? m?.scriptKillGraceMs ?? KILL_GRACE_MS,
+        outputMaxBytes: this.limits.outputMaxBytes ?? m?.scriptOutputMaxBytes ?? DEFAULT_OUTPUT_MAX_BYTES,
+        env,
+        ...(ctx.signal ? { signal: ctx.signal } : {}),
+      });
       if (code !== 0) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${ctx.hook} failed (exit ${code}): ${stderr.trim().slice(-2000) || 'no error output'}`);
       const text = stdout.trim();
       if (!text) return;
@@ -111,34 +124,87 @@ export class ScriptMgmtDriver implements MgmtDriver {
   }
 }
 
+/** Default output kept per stream of a hook script. */
+export const DEFAULT_OUTPUT_MAX_BYTES = 1024 * 1024;
+
 /**
- * Runs one hook script. A timeout kills it (SIGKILL). When the op's `signal` aborts (lease lost,
- * VNFM shutting down) the script gets SIGTERM, then SIGKILL after `killGraceMs`, and the hook ends
- * with `VNFM_ERR_LCM_INTERRUPTED` (the step is not known to be safe to repeat: not resumed).
+ * The environment of a hook script: only what a script needs to run, never the VNFM's own
+ * variables (secret key, API tokens, credentials).
  */
-function runProcess(
-  cmd: string,
-  args: string[],
-  cwd: string,
-  input: string,
-  timeoutMs: number,
-  signal?: AbortSignal,
-  killGraceMs = KILL_GRACE_MS,
-): Promise<{ code: number; stdout: string; stderr: string }> {
+export function scrubbedEnv(dir: string, extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = { PATH: process.env.PATH ?? '/usr/local/bin:/usr/bin:/bin', HOME: dir, TMPDIR: dir, LANG: process.env.LANG ?? 'C.UTF-8' };
+  if (process.env.TZ) env.TZ = process.env.TZ;
+  return { ...env, ...extra };
+}
+
+/** Keeps the last `max` bytes written. */
+class Tail {
+  private chunks: Buffer[] = [];
+  private size = 0;
+  truncated = false;
+  constructor(private readonly max: number) {}
+  push(b: Buffer): void {
+    this.chunks.push(b);
+    this.size += b.length;
+    while (this.size > this.max && this.chunks.length > 0) {
+      const first = this.chunks[0] as Buffer;
+      const over = this.size - this.max;
+      this.truncated = true;
+      if (first.length <= over) {
+        this.chunks.shift();
+        this.size -= first.length;
+      } else {
+        this.chunks[0] = first.subarray(over);
+        this.size -= over;
+      }
+    }
+  }
+  text(): string {
+    return Buffer.concat(this.chunks).toString('utf8');
+  }
+}
+
+interface RunLimits {
+  timeoutMs: number;
+  killGraceMs: number;
+  outputMaxBytes: number;
+  env: Record<string, string>;
+  signal?: AbortSignal;
+}
+
+/** Signals the script's whole process group (it is its leader: spawned detached). */
+function killGroup(pid: number | undefined, sig: NodeJS.Signals): void {
+  if (pid === undefined) return;
+  try {
+    process.kill(-pid, sig);
+  } catch {
+    // already gone
+  }
+}
+
+/**
+ * Runs one hook script in its own process group. A timeout kills the group (SIGKILL). When the
+ * op's `signal` aborts (lease lost, VNFM shutting down) the group gets SIGTERM, then SIGKILL after
+ * `killGraceMs`, and the hook ends with `VNFM_ERR_LCM_INTERRUPTED` (the step is not known to be
+ * safe to repeat: not resumed).
+ */
+function runProcess(cmd: string, args: string[], cwd: string, input: string, o: RunLimits): Promise<{ code: number; stdout: string; stderr: string }> {
+  const { signal } = o;
   return new Promise((resolve, reject) => {
     if (signal?.aborted) {
       reject(terminalError('VNFM_ERR_LCM_INTERRUPTED', 'hook script not started: the operation was stopped'));
       return;
     }
-    const child = spawn(cmd, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stdout = '';
-    let stderr = '';
+    const child = spawn(cmd, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: o.env, detached: true });
+    const out = new Tail(o.outputMaxBytes);
+    const err = new Tail(o.outputMaxBytes);
     let killTimer: NodeJS.Timeout | undefined;
     let aborted = false;
+    let timedOut = false;
     const onAbort = (): void => {
       aborted = true;
-      child.kill('SIGTERM');
-      killTimer = setTimeout(() => child.kill('SIGKILL'), killGraceMs);
+      killGroup(child.pid, 'SIGTERM');
+      killTimer = setTimeout(() => killGroup(child.pid, 'SIGKILL'), o.killGraceMs);
     };
     signal?.addEventListener('abort', onAbort, { once: true });
     const done = (): void => {
@@ -147,23 +213,24 @@ function runProcess(
       signal?.removeEventListener('abort', onAbort);
     };
     const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      stderr += `\n(timed out after ${timeoutMs} ms)`;
-    }, timeoutMs);
-    child.stdout.on('data', (d) => {
-      stdout += d;
-    });
-    child.stderr.on('data', (d) => {
-      stderr += d;
-    });
+      timedOut = true;
+      killGroup(child.pid, 'SIGKILL');
+    }, o.timeoutMs);
+    child.stdout.on('data', (d: Buffer) => out.push(d));
+    child.stderr.on('data', (d: Buffer) => err.push(d));
     child.on('error', (e) => {
       done();
       reject(vnfmError('VNFM_ERR_MGMT_FAILED', `cannot run hook script: ${e.message}`));
     });
     child.on('close', (code, sig) => {
       done();
+      // Children the script left behind die with it.
+      killGroup(child.pid, 'SIGKILL');
+      let stderr = err.text();
+      if (err.truncated) stderr = `(earlier output dropped)\n${stderr}`;
+      if (timedOut) stderr += `\n(timed out after ${o.timeoutMs} ms; the script and its children were killed)`;
       if (aborted) reject(terminalError('VNFM_ERR_LCM_INTERRUPTED', `hook script stopped (${sig ?? `exit ${code}`}): the operation was stopped (${(signal?.reason as Error)?.message ?? 'aborted'})`));
-      else resolve({ code: code ?? -1, stdout, stderr });
+      else resolve({ code: code ?? -1, stdout: out.text(), stderr });
     });
     child.stdin.on('error', () => undefined);
     child.stdin.end(input);

@@ -166,6 +166,8 @@ export interface LcmHookModel {
   readonly type: string;
   /** Whether `file` is in the package; a missing script only fails the operation that runs the hook. */
   readonly fileInPackage: boolean;
+  /** The artifact's `properties` (e.g. `healvnfm_driver`, naming a built-in management driver). */
+  readonly properties?: Readonly<Record<string, unknown>>;
 }
 
 /** Kind of placement rule. */

@@ -131,6 +131,7 @@ interface ArtifactDecl {
   readonly name: string;
   readonly file: string;
   readonly type: string;
+  readonly properties?: Readonly<Record<string, unknown>>;
   readonly declaredIn: string;
   readonly slot: Slot;
 }
@@ -472,7 +473,9 @@ class Parser {
       if (typeof f !== 'string' || f === '') this.fail(`${label}: artifact '${name}' has no 'file'`, arts, name, file);
       const t = own(a, 'type');
       if (t !== undefined && t !== null && typeof t !== 'string') this.fail(`${label}: artifact '${name}' type must be a string`, a, 'type', file);
-      into.set(name, { name, file: f, type: typeof t === 'string' ? t : '', declaredIn: file, slot: { holder: a, key: 'file' } });
+      const props = own(a, 'properties');
+      if (props !== undefined && props !== null && !isObj(props)) this.fail(`${label}: artifact '${name}' properties must be a map`, a, 'properties', file);
+      into.set(name, { name, file: f, type: typeof t === 'string' ? t : '', ...(isObj(props) ? { properties: props as Record<string, unknown> } : {}), declaredIn: file, slot: { holder: a, key: 'file' } });
     }
   }
 
@@ -841,11 +844,13 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     let artifactName = decl.implementation;
     let rawFile: string;
     let type = '';
+    let properties: Readonly<Record<string, unknown>> | undefined;
     let fileSlot: Slot = decl.slot;
     let relTo = decl.declaredIn;
     if (art) {
       rawFile = art.file;
       type = art.type;
+      properties = art.properties;
       fileSlot = art.slot;
       relTo = art.declaredIn;
     } else if (/[/.]/.test(decl.implementation)) {
@@ -866,7 +871,7 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
       m.hooks.push(h);
       missingScripts.set(path, m);
     }
-    lcmHooks[h] = { hook: h, artifactName, file: path, type, fileInPackage: inPkg };
+    lcmHooks[h] = { hook: h, artifactName, file: path, type, fileInPackage: inPkg, ...(properties ? { properties } : {}) };
   }
   for (const [path, m] of missingScripts) {
     p.warnings.push(

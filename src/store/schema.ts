@@ -115,6 +115,19 @@ export interface OutboxTable {
   delivered_at: Ts | null;
 }
 
+export interface MgmtStateTable {
+  instance_id: string;
+  driver: string;
+  sealed: string;
+  updated_at: Generated<Date>;
+}
+
+export interface MgmtLockTable {
+  key: string;
+  op_occ_id: string;
+  acquired_at: Generated<Date>;
+}
+
 export interface KvTable {
   key: string;
   value: Json<unknown>;
@@ -129,4 +142,6 @@ export interface Database {
   subscription: SubscriptionTable;
   outbox: OutboxTable;
   kv: KvTable;
+  mgmt_state: MgmtStateTable;
+  mgmt_lock: MgmtLockTable;
 }

@@ -185,12 +185,16 @@ export class VimRegistry {
     return rows.map((r) => this.toRecord(r as never));
   }
 
-  /** Deletes a VIM; refused while a VNF instance uses it. */
-  async delete(id: string): Promise<void> {
+  /**
+   * Deletes a VIM; refused while a VNF instance uses it (`exceptInstance`: one instance whose use
+   * does not count, e.g. the cluster VNF whose management driver registered it and now removes it).
+   */
+  async delete(id: string, o: { exceptInstance?: string } = {}): Promise<void> {
     await this.get(id);
     const users = await this.db.selectFrom('vnf_instance').select('id').where('instantiation_state', '=', 'INSTANTIATED').execute();
     const rows = await this.db.selectFrom('vnf_instance').select(['id', 'vim_connection_info']).where('id', 'in', users.length ? users.map((u) => u.id) : ['']).execute();
     for (const r of rows) {
+      if (r.id === o.exceptInstance) continue;
       const vci = (r.vim_connection_info ?? {}) as Record<string, { vimId?: string }>;
       if (Object.values(vci).some((c) => c?.vimId === id)) throw vnfmError('VNFM_ERR_VIM_CONFLICT', `VIM ${id} is used by VNF instance ${r.id}`);
     }

@@ -71,7 +71,7 @@ describe('hook scripts stop with the operation', () => {
     const marker = join(work, 'term');
     const script = ['#!/bin/sh', 'cat >/dev/null', `echo $$ > '${marker}'`, 'exec sleep 600', ''].join('\n');
     const ac = new AbortController();
-    const run = new ScriptMgmtDriver(600_000, 60_000).run(contextFor(script, ac.signal));
+    const run = new ScriptMgmtDriver({ timeoutMs: 600_000, killGraceMs: 60_000 }).run(contextFor(script, ac.signal));
     const pid = await pidFrom(marker);
     ac.abort(new Error('the VNFM is shutting down'));
     await assert.rejects(run, (e: unknown) => {
@@ -88,7 +88,7 @@ describe('hook scripts stop with the operation', () => {
     const marker = join(work, 'kill');
     const script = ['#!/bin/sh', "trap '' TERM", 'cat >/dev/null', `echo $$ > '${marker}'`, 'while :; do sleep 0.05; done', ''].join('\n');
     const ac = new AbortController();
-    const run = new ScriptMgmtDriver(600_000, 100).run(contextFor(script, ac.signal));
+    const run = new ScriptMgmtDriver({ timeoutMs: 600_000, killGraceMs: 100 }).run(contextFor(script, ac.signal));
     const pid = await pidFrom(marker);
     ac.abort(new Error('lease lost'));
     await assert.rejects(run, (e: unknown) => isVnfmError(e, 'VNFM_ERR_LCM_INTERRUPTED') && /SIGKILL/.test(e.message));
@@ -101,5 +101,43 @@ describe('hook scripts stop with the operation', () => {
     ac.abort(new Error('lease lost'));
     await assert.rejects(new ScriptMgmtDriver().run(contextFor(`#!/bin/sh\necho $$ > '${marker}'\n`, ac.signal)), (e: unknown) => isVnfmError(e, 'VNFM_ERR_LCM_INTERRUPTED'));
     assert.equal(existsSync(marker), false);
+  });
+});
+
+describe('hook script containment', () => {
+  it('runs with a scrubbed environment: none of the VNFM\'s variables reach the script', async () => {
+    process.env.VNFM_SECRET_KEY_PROBE = 'do-not-leak-1234';
+    try {
+      const ac = new AbortController();
+      const r = (await new ScriptMgmtDriver().run(contextFor('#!/bin/sh\nprintf \'{"metadata":{"env":"%s"}}\' "$(env | sort | tr \'\\n\' \' \')"\n', ac.signal))) as { metadata: { env: string } };
+      assert.doesNotMatch(r.metadata.env, /do-not-leak-1234|VNFM_SECRET_KEY_PROBE/);
+      assert.match(r.metadata.env, /VNFM_HOOK=heal_start/);
+      assert.match(r.metadata.env, /PATH=/);
+    } finally {
+      delete process.env.VNFM_SECRET_KEY_PROBE;
+    }
+  });
+
+  it('a timeout kills the whole process group, children included', async () => {
+    const marker = join(work, 'child.pid');
+    const ac = new AbortController();
+    // The script starts a child that would outlive it, records the child's pid, then hangs.
+    const run = new ScriptMgmtDriver({ timeoutMs: 1500 }).run(contextFor(`#!/bin/sh\nsleep 600 &\necho $! > '${marker}'\nwait\n`, ac.signal));
+    await assert.rejects(run, (e: unknown) => isVnfmError(e, 'VNFM_ERR_MGMT_FAILED') && /timed out/.test((e as Error).message));
+    const child = await pidFrom(marker);
+    for (let i = 0; i < 500 && alive(child); i++) await sleep(10);
+    assert.equal(alive(child), false, 'the background child of the script was killed with it');
+  });
+
+  it('keeps only the tail of a large output', async () => {
+    const ac = new AbortController();
+    const run = new ScriptMgmtDriver({ outputMaxBytes: 1000 }).run(contextFor('#!/bin/sh\nhead -c 100000 /dev/zero | tr \'\\0\' x >&2\necho LAST-LINE >&2\nexit 3\n', ac.signal));
+    await assert.rejects(run, (e: unknown) => {
+      const m = (e as Error).message;
+      assert.match(m, /LAST-LINE/);
+      assert.match(m, /exit 3/);
+      assert.ok(m.length < 3000, `message bounded (${m.length})`);
+      return true;
+    });
   });
 });

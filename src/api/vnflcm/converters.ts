@@ -5,6 +5,7 @@
  */
 import type { OpOccRecord } from '../../model/op-occ.ts';
 import { resourceChangesToV1 } from '../../model/sol-shapes.ts';
+import { maskSealed } from '../../model/sealed-params.ts';
 import type { VnfInstanceRecord } from '../../model/vnf-instance.ts';
 
 /** API version of a facade. */
@@ -77,6 +78,7 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
   // Vendor attribute (not in SOL002/003; ETSI's definitions allow extra attributes): present only
   // while a step waits for its automatic retry. The op keeps its SOL state (e.g. PROCESSING).
   const retry = o.pending !== null && o.nextAttemptAt !== null ? (o.ctx.retry as { step?: string; attempts?: number; maxAttempts?: number; lastError?: unknown } | undefined) : undefined;
+  const progress = o.operationState === 'PROCESSING' || o.operationState === 'ROLLING_BACK' ? (o.ctx.progress as Record<string, unknown> | undefined) : undefined;
   return defined({
     id: o.id,
     operationState: o.operationState,
@@ -86,7 +88,7 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
     grantId: o.grantId ?? undefined,
     operation: o.operation,
     isAutomaticInvocation: o.isAutomaticInvocation,
-    operationParams: o.operationParams,
+    operationParams: maskSealed(o.operationParams),
     isCancelPending: o.isCancelPending,
     cancelMode: o.cancelMode ?? undefined,
     error: o.error ?? undefined,
@@ -95,6 +97,8 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
     vnfmRetry: retry
       ? { step: retry.step, failedAttempts: retry.attempts, maxAttempts: retry.maxAttempts, nextAttemptTime: (o.nextAttemptAt as Date).toISOString(), lastError: retry.lastError }
       : undefined,
+    // Vendor attribute: the management hook step running now (e.g. "heal_start: drain worker12").
+    vnfmProgress: progress,
     _links: links,
   });
 }
@@ -103,4 +107,4 @@ export function opOccToApi(o: OpOccRecord, v: ApiVersion, publicUrl: string): Re
 /** Attributes excluded by default in list responses (SOL013 exclude_default). */
 export const INSTANCE_DEFAULT_EXCLUDED = ['vnfConfigurableProperties', 'vimConnectionInfo', 'instantiatedVnfInfo', 'metadata', 'extensions'];
 /** Attributes excluded by default in op occ list responses. */
-export const OPOCC_DEFAULT_EXCLUDED = ['operationParams', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity', 'vnfmRetry'];
+export const OPOCC_DEFAULT_EXCLUDED = ['operationParams', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity', 'vnfmRetry', 'vnfmProgress'];

@@ -21,7 +21,7 @@ import { IdParams, createVnfRequestSchema, modifyVnfRequestSchema } from './sche
 export const API_VERSIONS: Record<ApiVersion, string> = { v1: '1.3.0', v2: '2.0.0' };
 
 const INSTANCE_ATTRS = ['id', 'vnfInstanceName', 'vnfInstanceDescription', 'vnfdId', 'vnfProvider', 'vnfProductName', 'vnfSoftwareVersion', 'vnfdVersion', 'vnfPkgId', 'vnfConfigurableProperties', 'vimConnectionInfo', 'instantiationState', 'instantiatedVnfInfo', 'metadata', 'extensions', '_links'];
-const OPOCC_ATTRS = ['id', 'operationState', 'stateEnteredTime', 'startTime', 'vnfInstanceId', 'grantId', 'operation', 'isAutomaticInvocation', 'operationParams', 'isCancelPending', 'cancelMode', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity', 'vnfmRetry', '_links'];
+const OPOCC_ATTRS = ['id', 'operationState', 'stateEnteredTime', 'startTime', 'vnfInstanceId', 'grantId', 'operation', 'isAutomaticInvocation', 'operationParams', 'isCancelPending', 'cancelMode', 'error', 'resourceChanges', 'changedInfo', 'changedExtConnectivity', 'vnfmRetry', 'vnfmProgress', '_links'];
 
 /** Checks the SOL `Version` header of v2 requests: missing 400, unsupported 406. */
 export function checkVersionHeader(req: FastifyRequest): void {
