@@ -6,7 +6,8 @@
  * test user (default `hvsshtest`, created with `useradd -m` when absent) whose password is set to a
  * fresh random one (`chpasswd`, via stdin) and whose ed25519 keys (one plain, one encrypted with a
  * passphrase) are authorized through the server's own `AuthorizedKeysFile`. A sudoers drop-in lets
- * the user sudo WITH its password (no credential caching, so every sudo asks). `stop()` kills the
+ * the user sudo WITH its password (no credential caching, so every sudo asks; `setSudo('nopasswd')`
+ * switches to NOPASSWD). `stop()` kills the
  * server and the connection processes it started, removes the drop-in and the temp dir; the user
  * stays.
  *
@@ -15,7 +16,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -52,6 +53,8 @@ export interface TestSshd extends SshdUser {
   connectionPids(): number[];
   /** The server's recent log (its stderr). */
   log(): string;
+  /** Rewrites the sudoers drop-in: sudo asks for the user's password (the default), or not (`NOPASSWD`). */
+  setSudo(mode: 'password' | 'nopasswd'): void;
 }
 
 function run(cmd: string, args: string[], input?: string): string {
@@ -179,10 +182,15 @@ export async function createSshd(o: { user?: string } = {}): Promise<TestSshd> {
   );
   run(SSHD, ['-t', '-f', cfg]);
   const sudoers = `/etc/sudoers.d/hvtest-${u.user}-${randomBytes(4).toString('hex')}`;
-  const sudoersTmp = join(dir, 'sudoers');
-  writeFileSync(sudoersTmp, `Defaults:${u.user} lecture=never, timestamp_timeout=0\n${u.user} ALL=(ALL:ALL) ALL\n`, { mode: 0o440 });
-  run('visudo', ['-c', '-q', '-f', sudoersTmp]);
-  writeFileSync(sudoers, readFileSync(sudoersTmp), { mode: 0o440 });
+  const setSudo = (mode: 'password' | 'nopasswd'): void => {
+    const tmp = join(dir, 'sudoers');
+    writeFileSync(tmp, `Defaults:${u.user} lecture=never, timestamp_timeout=0\n${u.user} ALL=(ALL:ALL) ${mode === 'nopasswd' ? 'NOPASSWD: ' : ''}ALL\n`, { mode: 0o440 });
+    run('visudo', ['-c', '-q', '-f', tmp]);
+    writeFileSync(`${sudoers}.new`, readFileSync(tmp), { mode: 0o440 }); // sudo ignores names with a dot
+    renameSync(`${sudoers}.new`, sudoers);
+    rmSync(tmp);
+  };
+  setSudo('password');
   const onExit = (): void => rmSync(sudoers, { force: true });
   process.once('exit', onExit);
 
@@ -254,6 +262,7 @@ export async function createSshd(o: { user?: string } = {}): Promise<TestSshd> {
     log() {
       return log;
     },
+    setSudo,
   };
   return sshd;
 }

@@ -273,6 +273,24 @@ describe('SSH executor on a real sshd', { skip: lab.skip }, () => {
     await until(`${cmd} gone`, () => pgrep(cmd).length === 0, GUARD_MS);
   });
 
+  it('does not feed the password to a sudo that does not ask for it (NOPASSWD)', async () => {
+    sshd.setSudo('nopasswd');
+    cleanups.push(() => sshd.setSudo('password'));
+    const s = await connect(pw());
+    const r = await s.exec('cat; id -u', { sudo: true, stdin: 'payload\n' });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(r.stdout, 'payload\n0\n');
+    const cmd = uniqueSleep();
+    const ac = new AbortController();
+    const p = s.exec(cmd, { sudo: true, signal: ac.signal });
+    p.catch(() => undefined);
+    await until(`${cmd} running as root`, () => pgrep(cmd).length > 0, GUARD_MS, 20);
+    assert.ok(spawnSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).stdout.includes('sudo -n -- sh -c'), 'sudo -n is used');
+    ac.abort();
+    await rejection(p);
+    await until(`${cmd} gone`, () => pgrep(cmd).length === 0, GUARD_MS);
+  });
+
   it('uses sudo -n with key authentication (no password to give)', async () => {
     const s = await connect(key());
     const r = await s.exec('id -u', { sudo: true, timeoutMs: 20_000 });
@@ -455,8 +473,17 @@ describe('SSH executor on a real sshd', { skip: lab.skip }, () => {
     const server = Number((await a.exec('echo $PPID')).stdout.trim());
     assert.equal(Number((await b.exec('echo $PPID')).stdout.trim()), server);
     await until('one new connection on the server', () => newPids().length === 1, GUARD_MS);
+    const cmd = uniqueSleep();
+    const running = a.exec(cmd);
+    running.catch(() => undefined);
+    await until(`${cmd} running`, () => pgrep(cmd).length > 0, GUARD_MS, 20);
     process.kill(server, 'SIGTERM');
-    await until('the client to see the connection dropped', () => a.closed, GUARD_MS);
+    const lostRun = await rejection(running);
+    assert.equal(lostRun.code, 'VNFM_ERR_SSH_UNREACHABLE');
+    assert.equal(lostRun.retryable, true);
+    assert.ok(lostRun.message.includes('did not finish'), lostRun.message);
+    assert.ok(a.closed);
+    for (const pid of pgrep(cmd)) process.kill(pid, 'SIGKILL'); // orphaned by the server's death
     const c = await pool.get(pw());
     assert.notEqual(c, a);
     assert.equal((await c.exec('echo again')).stdout, 'again\n');

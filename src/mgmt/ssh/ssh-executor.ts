@@ -79,7 +79,7 @@ export interface ConnectOptions {
 
 /** Options of {@link SshSession.exec}. */
 export interface ExecOptions {
-  /** default 60000; on timeout the remote command is killed and the result is a VNFM_ERR_MGMT_COMMAND error naming the timeout */
+  /** default 60000 (0 or Infinity: none); on timeout the remote command is killed and the result is a VNFM_ERR_MGMT_COMMAND error naming the timeout */
   timeoutMs?: number;
   /** written then closed */
   stdin?: string | Buffer;
@@ -147,6 +147,11 @@ export function shQuote(s: string): string {
   return `'${s.replace(/'/g, `'\\''`)}'`;
 }
 
+/** `host:port`, with an IPv6 address in brackets. */
+function hostPort(host: string, port: number): string {
+  return host.includes(':') ? `[${host}]:${port}` : `${host}:${port}`;
+}
+
 function randomId(): string {
   return randomBytes(6).toString('hex');
 }
@@ -203,9 +208,6 @@ function sendSignal(ch: ClientChannel, name: string): void {
   }
 }
 
-/** Why one connection attempt failed, when it is not worth another attempt. */
-type Fatal = VnfmError;
-
 interface Connected {
   client: Client;
   fingerprint: string;
@@ -213,11 +215,11 @@ interface Connected {
 
 /** One connection attempt. Resolves authenticated; rejects with a VnfmError (fatal) or a plain Error (retryable). */
 function connectOnce(target: SshTarget, port: number, readyTimeoutMs: number, o: ConnectOptions, redactor: Redactor): Promise<Connected> {
-  const where = `${target.host}:${port}`;
+  const where = hostPort(target.host, port);
   return new Promise<Connected>((resolve, reject) => {
     const client = new Client();
     let fingerprint: string | undefined;
-    let mismatch: Fatal | undefined;
+    let mismatch: VnfmError | undefined;
     let settled = false;
     const pinned = o.hostKey?.pinned ? normalizeFingerprint(o.hostKey.pinned) : undefined;
     const onAbort = (): void => fail(terminalError('VNFM_ERR_LCM_INTERRUPTED', redactor.redact(`SSH connection to ${where} abandoned: the operation was stopped (${reasonOf(o.signal)})`)));
@@ -235,14 +237,16 @@ function connectOnce(target: SshTarget, port: number, readyTimeoutMs: number, o:
       client.destroy();
       reject(e);
     }
-    client.on('error', (e: Error & { level?: string }) => {
+    const onError = (e: Error & { level?: string }): void => {
       if (mismatch) fail(mismatch);
       else if (e.level === 'client-authentication') {
         const methods = [target.password !== undefined ? 'password' : '', target.privateKey !== undefined ? 'publickey' : ''].filter(Boolean).join(', ') || 'none';
         fail(terminalError('VNFM_ERR_SSH_AUTH', redactor.redact(`SSH authentication of user "${target.username}" on ${where} was refused (methods tried: ${methods})`)));
       } else fail(new Error(redactor.redact(e.message || String(e))));
-    });
-    client.on('close', () => fail(mismatch ?? new Error('connection closed during the SSH handshake')));
+    };
+    const onClose = (): void => fail(mismatch ?? new Error('connection closed during the SSH handshake'));
+    client.on('error', onError);
+    client.on('close', onClose);
     client.on('ready', () => {
       void (async () => {
         if (!fingerprint) return fail(new Error('the server presented no host key'));
@@ -255,8 +259,8 @@ function connectOnce(target: SshTarget, port: number, readyTimeoutMs: number, o:
         }
         if (settled) return;
         cleanup();
-        client.removeAllListeners('error');
-        client.removeAllListeners('close');
+        client.removeListener('error', onError);
+        client.removeListener('close', onClose);
         resolve({ client, fingerprint });
       })();
     });
@@ -276,12 +280,15 @@ function connectOnce(target: SshTarget, port: number, readyTimeoutMs: number, o:
       keepaliveInterval: SSH_KEEPALIVE_INTERVAL_MS,
       keepaliveCountMax: SSH_KEEPALIVE_COUNT_MAX,
       tryKeyboard: target.password !== undefined,
+      // called at every key exchange: a re-key must present the key of the first one
       hostVerifier: (key: Buffer): boolean => {
-        fingerprint = fingerprintOf(key);
-        if (pinned && fingerprint !== pinned) {
+        const seen = fingerprintOf(key);
+        const expected = pinned ?? fingerprint;
+        fingerprint ??= seen;
+        if (expected && seen !== expected) {
           mismatch = terminalError(
             'VNFM_ERR_SSH_HOST_KEY',
-            redactor.redact(`the host key of ${where} has changed: expected ${pinned}, the server presented ${fingerprint}; refusing to connect (the host may have been replaced, or the connection is intercepted)`),
+            redactor.redact(`the host key of ${where} has changed: expected ${expected}, the server presented ${seen}; refusing to connect (the host may have been replaced, or the connection is intercepted)`),
           );
           return false;
         }
@@ -306,7 +313,7 @@ function connectOnce(target: SshTarget, port: number, readyTimeoutMs: number, o:
  */
 export async function connectSsh(target: SshTarget, o: ConnectOptions = {}): Promise<SshSession> {
   const port = target.port ?? SSH_DEFAULT_PORT;
-  const where = `${target.host}:${port}`;
+  const where = hostPort(target.host, port);
   const redactor = new Redactor([target.password ?? '', target.passphrase ?? '', ...privateKeySecrets(target.privateKey), ...(o.secrets ?? [])]);
   const interrupted = (): VnfmError => terminalError('VNFM_ERR_LCM_INTERRUPTED', redactor.redact(`SSH connection to ${where} abandoned: the operation was stopped (${reasonOf(o.signal)})`));
   const attempts = Math.max(1, Math.floor(o.attempts ?? SSH_DEFAULT_ATTEMPTS));
@@ -323,6 +330,10 @@ export async function connectSsh(target: SshTarget, o: ConnectOptions = {}): Pro
     const readyTimeout = Math.max(1000, Math.min(perAttempt, remaining));
     try {
       const { client, fingerprint } = await connectOnce(target, port, readyTimeout, o, redactor);
+      if (o.signal?.aborted) {
+        client.end();
+        throw interrupted();
+      }
       return new Session(client, target, port, fingerprint, redactor, o.signal);
     } catch (e) {
       if (isVnfmError(e)) throw e;
@@ -466,7 +477,7 @@ class Session implements SshSession {
     private readonly signal: AbortSignal | undefined,
   ) {
     this.host = target.host;
-    this.where = `${target.host}:${port}`;
+    this.where = hostPort(target.host, port);
     client.on('error', (e: Error) => {
       this.lostReason = e.message;
     });
@@ -571,6 +582,7 @@ class Session implements SshSession {
       ? `sudo ${sudo === '-S' ? "-S -p ''" : '-n'} -- sh -c ${shQuote(`${MARKER_VAR}=${marker}; export ${MARKER_VAR}; exec sh -c ${shQuote(cmd)}`)}`
       : cmd;
     const timeoutMs = o.timeoutMs ?? SSH_DEFAULT_EXEC_TIMEOUT_MS;
+    const timed = Number.isFinite(timeoutMs) && timeoutMs > 0;
     const max = Math.max(1, o.maxOutputBytes ?? SSH_DEFAULT_MAX_OUTPUT_BYTES);
     const onOutput = o.onOutput;
     const out = new StreamCapture(max, this.redactor, onOutput ? (l) => onOutput(l, 'stdout') : undefined, raw);
@@ -628,10 +640,15 @@ class Session implements SshSession {
       if (!internal) this.running.add(entry);
       o.signal?.addEventListener('abort', onAbort, { once: true });
       this.client.once('close', onConnClose);
-      timer = setTimeout(() => {
-        kill();
-        finish(vnfmError('VNFM_ERR_MGMT_COMMAND', this.r(`${this.host}: ${what} timed out after ${timeoutMs} ms and was killed`) + outputTail()));
-      }, timeoutMs);
+      if (timed) {
+        timer = setTimeout(
+          () => {
+            kill();
+            finish(vnfmError('VNFM_ERR_MGMT_COMMAND', this.r(`${this.host}: ${what} timed out after ${timeoutMs} ms and was killed`) + outputTail()));
+          },
+          Math.min(timeoutMs, 2 ** 31 - 1),
+        );
+      }
       try {
         this.client.exec(wire, (e, ch) => {
           if (e) {
