@@ -95,7 +95,7 @@ export interface ExecOptions {
 
 /** What a command did. */
 export interface ExecResult {
-  /** Exit status; null when the command was killed by a signal (then `signal` names it). */
+  /** Exit status; null when the command was killed by a signal (then `signal` names it, e.g. `SIGTERM`). */
   code: number | null;
   signal?: string;
   stdout: string;
