@@ -176,13 +176,21 @@ export class Provisioner {
   private failNode(ip: string, why: string): void {
     const name = this.nodeNameOf(ip);
     if (!name || !this.o.nodes) return;
-    if (this.o.nodes.failNode(name, { evictAfterMs: this.o.podEvictionTimeoutMs ?? 300_000 })) this.log.info({ ip, node: name, why }, 'lab: Kubernetes node of the host marked failed');
+    try {
+      if (this.o.nodes.failNode(name, { evictAfterMs: this.o.podEvictionTimeoutMs ?? 300_000 })) this.log.info({ ip, node: name, why }, 'lab: Kubernetes node of the host marked failed');
+    } catch (e) {
+      this.log.warn({ ip, node: name, err: (e as Error).message }, 'lab: marking the Kubernetes node of the host failed did not work');
+    }
   }
 
   private recoverNode(ip: string): void {
     const name = this.nodeNameOf(ip);
     if (!name || !this.o.nodes) return;
-    if (this.o.nodes.recoverNode(name)) this.log.info({ ip, node: name }, 'lab: Kubernetes node of the host ready again');
+    try {
+      if (this.o.nodes.recoverNode(name)) this.log.info({ ip, node: name }, 'lab: Kubernetes node of the host ready again');
+    } catch (e) {
+      this.log.warn({ ip, node: name, err: (e as Error).message }, 'lab: marking the Kubernetes node of the host ready did not work');
+    }
   }
 
   private async reconcile(): Promise<void> {

@@ -97,8 +97,9 @@ export function bridgeExists(): boolean {
   }
 }
 
-/** The IPv4 addresses of a host's eth0 (its own and the extra ones), read with `ip -n`. */
+/** The IPv4 addresses of a host's eth0 (its own and the extra ones), read with `ip -n`; none when there is no such namespace. */
 export function addressesIn(ns: string): string[] {
+  if (!labNamespaces().includes(ns)) return [];
   const out = execFileSync('ip', ['-n', ns, '-j', 'addr', 'show', 'dev', 'eth0'], { encoding: 'utf8' });
   const info = (JSON.parse(out) as { addr_info?: { family: string; local: string }[] }[])[0];
   return (info?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => a.local);
