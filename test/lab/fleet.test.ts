@@ -121,3 +121,53 @@ describe('lab fleet: hosts in network namespaces with sshd', { skip: lab.skip },
     await until('nothing left in the lab directory', () => !existsSync(join(dir, 'hosts')) && !existsSync(join(dir, 'machines')), 5000);
   });
 });
+
+describe('lab fleet: what a previous lab left', { skip: lab.skip }, () => {
+  const user = 'hvlab';
+  const password = randomBytes(12).toString('base64url');
+  let release: () => void;
+  const dirs: string[] = [];
+
+  before(async () => {
+    release = await acquireLabLock({ waitMs: 600_000, what: 'test/lab/fleet.test.ts' });
+    await ensureUser(user, password, defaultBinDir());
+  });
+  after(() => {
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+    release?.();
+  });
+
+  it('adopts the running hosts a killed lab of the same directory left; a lab of another directory removes them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'hvlab-fleet-adopt-'));
+    const other = mkdtempSync(join(tmpdir(), 'hvlab-fleet-other-'));
+    dirs.push(dir, other);
+    const first = await Fleet.open({ cidr: '10.87.0.0/24', labDir: dir, binDir: defaultBinDir(), user });
+    const made = await first.create('10.87.0.21', { generation: 'server-x' });
+    await first.create('10.87.0.22', { generation: 'server-y', start: false });
+    await first.addAddress('10.87.0.21', '10.87.0.201');
+    // `first` is never closed, as when its process is killed; a new lab on the same directory:
+    const second = await Fleet.open({ cidr: '10.87.0.0/24', labDir: dir, binDir: defaultBinDir(), user });
+    const x = second.host('10.87.0.21');
+    assert.equal(x?.generation, 'server-x');
+    assert.equal(x?.running, true, 'adopted running');
+    assert.equal(x?.sshdPid, made.sshdPid, 'the same sshd');
+    assert.deepEqual(x?.extraAddresses, ['10.87.0.201'], 'with the address it held');
+    assert.equal(second.host('10.87.0.22')?.running, false, 'a host that was down stays down');
+    assert.equal((await sshRun('10.87.0.21', user, password, 'hostname')).hostKey, made.hostKey.fingerprint);
+    // a lab of another directory knows none of them: it removes them
+    const third = await Fleet.open({ cidr: '10.87.0.0/24', labDir: other, binDir: defaultBinDir(), user });
+    assert.deepEqual(third.list(), []);
+    assert.deepEqual(labNamespaces(), []);
+    await third.close();
+    // the first directory's lab, started again, finds its machines gone and wipes their disks
+    assert.equal(existsSync(join(dir, 'hosts', '10.87.0.21')), true);
+    const fourth = await Fleet.open({ cidr: '10.87.0.0/24', labDir: dir, binDir: defaultBinDir(), user });
+    assert.deepEqual(fourth.list(), []);
+    assert.equal(existsSync(join(dir, 'hosts', '10.87.0.21')), false, 'the disks of machines that are gone are wiped');
+    await fourth.close();
+    await second.close();
+    await first.close();
+    assert.deepEqual(labNamespaces(), []);
+    assert.equal(bridgeExists(), false);
+  });
+});
