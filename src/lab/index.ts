@@ -120,6 +120,10 @@ export interface Lab {
   readonly provisioner: Provisioner;
   /** Resolves when the hosts are in line with the cloud (no reconcile running or pending). */
   settled(): Promise<void>;
+  /** "The VM died" behind the cloud's back: processes killed, Node failed, VIPs moved (see {@link Provisioner.killHost}). */
+  killHost(ip: string): Promise<void>;
+  /** Starts a killed host again (reboot: same key and disk), Node Ready again. */
+  startHost(ip: string): Promise<void>;
   /** Tears everything down (hosts, bridge, sudoers, the lab Kubernetes' state). */
   close(): Promise<void>;
 }
@@ -183,7 +187,12 @@ export async function startLab(o: LabOptions): Promise<Lab> {
     writeFileSync(caFile, k8s.caCert, { mode: 0o644 });
     fleet.setEnv({ HVLAB_K8S_URL: k8s.url, HVLAB_K8S_TOKEN: k8s.token, HVLAB_K8S_CA: caFile });
 
-    const net = o.openstack.ensureNetwork({ name: networkName, cidr: subnet.cidr, gatewayIp: subnet.gatewayIp, allocationPools: [subnet.pool] });
+    let net: ReturnType<LabOptions['openstack']['ensureNetwork']>;
+    try {
+      net = o.openstack.ensureNetwork({ name: networkName, cidr: subnet.cidr, gatewayIp: subnet.gatewayIp, allocationPools: [subnet.pool] });
+    } catch (e) {
+      throw new Error(`the lab network: ${(e as Error).message} (start the simulated cloud empty with --reset-sim, or name another lab.network)`);
+    }
     const provisioner = new Provisioner({ cloud: o.openstack, fleet, networkId: net.networkId, nodes: k8s, podEvictionTimeoutMs: o.podEvictionTimeoutMs ?? 300_000, logger: log });
     undo.push(() => provisioner.stop());
     await provisioner.start();
@@ -203,6 +212,8 @@ export async function startLab(o: LabOptions): Promise<Lab> {
       fleet,
       provisioner,
       settled: () => provisioner.settled(),
+      killHost: (ip) => provisioner.killHost(ip),
+      startHost: (ip) => provisioner.startHost(ip),
       close: () => {
         closing ??= (async () => {
           const hosts = fleet.list().length;

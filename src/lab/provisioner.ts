@@ -7,8 +7,10 @@
  *   server's generation (its id);
  * - a server deleted, or replaced by another (a heal: Heat keeps the port, so the IP) = the host's
  *   processes killed, its state and `/etc` wiped, a new machine (new host key) for the new server;
- * - a server not ACTIVE (the sim's faults: ERROR, a compute host down; SHUTOFF) = the host's
- *   processes killed; ACTIVE again (recovered, started, rebooted) = the host started again;
+ * - a server that stops being ACTIVE (the sim's faults: ERROR, a compute host down; SHUTOFF) =
+ *   the host's processes killed; ACTIVE again (recovered, started) = the host started again (same
+ *   key, same disk); rebooted = killed and started. A host killed while its server stays ACTIVE
+ *   ({@link Provisioner.killHost}, a crashed VM) stays dead until its server's state changes;
  * - every time a host's processes die, the Kubernetes Node the host registered (its name in
  *   `<state dir>/node-name`, written by the stand-ins) is marked failed in the lab Kubernetes
  *   (kubelet gone); when the same host starts again, the Node is recovered (kubelet back);
@@ -76,6 +78,10 @@ export class Provisioner {
   private waiters: (() => void)[] = [];
   /** Extra address -> host holding it. */
   private readonly held = new Map<string, string>();
+  /** Per host address: the server and whether it was ACTIVE at the last reconcile. */
+  private readonly seen = new Map<string, { serverId: string; running: boolean }>();
+  /** Servers rebooted since the last reconcile. */
+  private readonly reboots = new Set<string>();
   private readonly log: LabLogger;
   /** Last error of a reconcile, cleared by a clean one (for diagnostics and tests). */
   lastError: string | undefined;
@@ -87,7 +93,10 @@ export class Provisioner {
   /** Subscribes to the cloud and reconciles once (resolves after that first reconcile). */
   async start(): Promise<void> {
     for (const h of this.o.fleet.list()) for (const a of h.extraAddresses) this.held.set(a, h.ip);
-    this.unsubscribe = this.o.cloud.onServerLifecycle(() => this.kick());
+    this.unsubscribe = this.o.cloud.onServerLifecycle((ev) => {
+      if (ev.cause === 'reboot' && ev.server) this.reboots.add(ev.server.id);
+      this.kick();
+    });
     this.kick();
     await this.settled();
   }
@@ -193,39 +202,93 @@ export class Provisioner {
     }
   }
 
+  /**
+   * "The VM died" without the cloud knowing (a kernel panic: Nova still says ACTIVE): every
+   * process of the host killed, its Node failed, its VIPs moved to the next host. It stays dead
+   * until its server changes state (recovered, started, rebooted) or {@link startHost}.
+   */
+  async killHost(ip: string): Promise<void> {
+    await this.o.fleet.kill(ip);
+    this.failNode(ip, 'host killed');
+    this.log.info({ ip }, 'lab host down: killed');
+    this.kick();
+    await this.settled();
+  }
+
+  /** Starts a host that was killed (a reboot: same key, same disk), its Node Ready again. */
+  async startHost(ip: string): Promise<void> {
+    await this.o.fleet.start(ip);
+    this.recoverNode(ip);
+    this.log.info({ ip }, 'lab host up again (started)');
+    this.kick();
+    await this.settled();
+  }
+
   private async reconcile(): Promise<void> {
     const { fleet } = this.o;
     const want = this.desired();
+    const reboots = new Set(this.reboots);
+    this.reboots.clear();
+    const errors: string[] = [];
+    const step = async (ip: string, fn: () => Promise<void>): Promise<void> => {
+      try {
+        await fn();
+      } catch (e) {
+        errors.push(`${ip}: ${(e as Error).message}`);
+      }
+    };
     // hosts whose server is gone
     for (const h of fleet.list()) {
       if (want.has(h.ip)) continue;
-      if (h.running) this.failNode(h.ip, 'server deleted');
-      await fleet.destroy(h.ip);
-      this.forgetHolder(h.ip);
-      this.log.info({ ip: h.ip, server: h.generation }, 'lab host down: server deleted');
+      await step(h.ip, async () => {
+        if (h.running) this.failNode(h.ip, 'server deleted');
+        this.forgetHolder(h.ip);
+        await fleet.destroy(h.ip);
+        this.seen.delete(h.ip);
+        this.log.info({ ip: h.ip, server: h.generation }, 'lab host down: server deleted');
+      });
     }
     for (const d of [...want.values()].sort((a, b) => compareIps(a.ip, b.ip))) {
-      const h = fleet.host(d.ip);
-      if (!h || h.generation !== d.serverId) {
-        if (h) {
-          if (h.running) this.failNode(h.ip, 'server replaced');
-          this.forgetHolder(h.ip);
-          this.log.info({ ip: h.ip, server: h.generation, by: d.serverId }, 'lab host down: server replaced');
+      await step(d.ip, async () => {
+        const h = fleet.host(d.ip);
+        const prev = this.seen.get(d.ip);
+        if (!h || h.generation !== d.serverId) {
+          if (h) {
+            if (h.running) this.failNode(h.ip, 'server replaced');
+            this.forgetHolder(h.ip);
+            this.log.info({ ip: h.ip, server: h.generation, by: d.serverId }, 'lab host down: server replaced');
+          }
+          this.seen.delete(d.ip);
+          const made = await fleet.create(d.ip, { generation: d.serverId, start: d.running });
+          if (d.running) this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName, hostname: made.hostname, hostKey: made.hostKey.fingerprint }, 'lab host up');
+          else this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host made, not started: its server is not ACTIVE');
+        } else if (reboots.has(d.serverId) && d.running) {
+          // a reboot: the machine goes down and comes back with its disk
+          if (h.running) {
+            await fleet.kill(d.ip);
+            this.failNode(d.ip, 'server rebooted');
+          }
+          await fleet.start(d.ip);
+          this.recoverNode(d.ip);
+          this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host rebooted');
+        } else if (prev === undefined || prev.serverId !== d.serverId || prev.running !== d.running) {
+          // first sight (start, adoption) or a change of the server's state: follow it. A host
+          // killed while its server stayed ACTIVE stays dead, as a crashed VM does.
+          if (d.running && !h.running) {
+            await fleet.start(d.ip);
+            this.recoverNode(d.ip);
+            this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host up again (server ACTIVE)');
+          } else if (!d.running && h.running) {
+            await fleet.kill(d.ip);
+            this.failNode(d.ip, 'server not ACTIVE');
+            this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host down: server not ACTIVE (processes killed)');
+          }
         }
-        const made = await fleet.create(d.ip, { generation: d.serverId, start: d.running });
-        if (d.running) this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName, hostname: made.hostname, hostKey: made.hostKey.fingerprint }, 'lab host up');
-        else this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host made, not started: its server is not ACTIVE');
-      } else if (d.running && !h.running) {
-        await fleet.start(d.ip);
-        this.recoverNode(d.ip);
-        this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host up again (server ACTIVE)');
-      } else if (!d.running && h.running) {
-        await fleet.kill(d.ip);
-        this.failNode(d.ip, 'server not ACTIVE');
-        this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host down: server not ACTIVE (processes killed)');
-      }
+        this.seen.set(d.ip, { serverId: d.serverId, running: d.running });
+      });
     }
-    await this.placeAddresses(want);
+    await this.placeAddresses(want).catch((e: Error) => errors.push(`addresses: ${e.message}`));
+    if (errors.length > 0) throw new Error(errors.join('; '));
   }
 
   private forgetHolder(ip: string): void {

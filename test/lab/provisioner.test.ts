@@ -3,7 +3,8 @@
  * the way a VNFM drives it: a Heat stack's server on lab-net becomes a host reachable over SSH at
  * its port's IP; a heal (mark unhealthy + stack update) replaces the machine (same IP, new host
  * key, empty disk); a server failed through the fault API loses its sshd and its Kubernetes Node
- * goes NotReady, recovery brings both back; deleting the stack removes the host; a VIP allowed on
+ * goes NotReady, recovery brings both back; a reboot restarts the machine with its disk; a host
+ * killed behind the cloud's back stays dead; deleting the stack removes the host; a VIP allowed on
  * two servers' ports is held by the lower-IP host and moves when that host dies; servers off the
  * lab network are no hosts.
  */
@@ -123,6 +124,32 @@ describe('lab provisioner: the simulated OpenStack\'s servers as live hosts', { 
     assert.equal(r.hostKey, keyBefore, 'a recovered server is the same machine');
     assert.equal(r.stdout.trim(), 'lab-node-a', 'with its disk');
     await until('the Node Ready again', async () => (await nodeReady('lab-node-a')) === 'True', 30_000);
+  });
+
+  it('reboots the machine on a server reboot (processes gone, disk kept); a host killed behind the cloud\'s back stays dead until started', async () => {
+    const server = await physicalId(url, 'vdu1');
+    const bg = await sshRun(ip, user(), pw(), 'nohup sleep 900 >/dev/null 2>&1 & echo $!');
+    const sleeper = Number(bg.stdout.trim());
+    assert.ok((await theLab.fleet.pidsOf(ip)).includes(sleeper));
+    assert.equal((await call('POST', `${s.nova}/servers/${server}/action`, s.token, { reboot: { type: 'SOFT' } })).status, 202);
+    await until('the sleep gone with the reboot', async () => !(await theLab.fleet.pidsOf(ip)).includes(sleeper), 30_000);
+    const r = await until('SSH after the reboot', () => trySsh(ip, user(), pw(), 'sudo sh -c ". /etc/hvlab/env && cat \\$HVLAB_STATE/node-name"'), 30_000);
+    assert.equal(r.stdout.trim(), 'lab-node-a', 'the disk is kept');
+    assert.equal(r.hostKey, bg.hostKey, 'same machine');
+    await until('the Node Ready after the reboot', async () => (await nodeReady('lab-node-a')) === 'True', 30_000);
+
+    await theLab.killHost(ip);
+    assert.equal(await portState(ip, 22), 'refused');
+    assert.equal(await nodeReady('lab-node-a'), 'Unknown', 'its kubelet died with it');
+    // another server's life goes on; the dead one is not brought back by it
+    const other = await createStack('bystander', oneServerTemplate());
+    await until('the bystander up', () => trySsh(other.outputs.ip as string, user(), pw(), 'true'), 30_000);
+    await theLab.settled();
+    assert.equal(await portState(ip, 22), 'refused', 'a crashed VM stays down while its server says ACTIVE');
+    assert.equal((await call('DELETE', other.url, s.token)).status, 204);
+    await theLab.startHost(ip);
+    assert.equal((await sshRun(ip, user(), pw(), 'true')).hostKey, bg.hostKey);
+    assert.equal(await nodeReady('lab-node-a'), 'True');
   });
 
   it('deletes the host with its stack; a server off the lab network is no host', async () => {
