@@ -11,6 +11,7 @@ export {
   DEFAULT_SIM_ADMIN_SECRET,
   type OpenStackSimOptions,
   type SimLogger,
+  type SimNetworkConfig,
   type SimProjectConfig,
   type SimUserConfig,
 } from './options.ts';

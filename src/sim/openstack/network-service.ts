@@ -178,12 +178,14 @@ export class NetworkService {
    * An existing network with another subnet is re-addressed when no port uses it; otherwise
    * {@link NetworkError} says what is in the way.
    */
-  ensureNetwork(p: { name: string; cidr: string; gatewayIp: string; allocationPools: { start: string; end: string }[]; subnetName?: string }): { network: SimNetwork; subnet: SimSubnet } {
+  ensureNetwork(p: { name: string; cidr: string; gatewayIp?: string; allocationPools?: readonly { start: string; end: string }[]; subnetName?: string }): { network: SimNetwork; subnet: SimSubnet } {
     const wanted = parseCidr(p.cidr);
     if (!wanted) throw new NetworkError(`Invalid input for cidr. Reason: '${p.cidr}' is not a valid IPv4 CIDR.`);
     const normalized = `${intToIp(wanted.base)}/${p.cidr.split('/')[1]}`;
+    const gatewayIp = p.gatewayIp ?? intToIp(wanted.base + 1);
+    const allocationPools = p.allocationPools && p.allocationPools.length > 0 ? [...p.allocationPools] : [{ start: intToIp(wanted.base + 2), end: intToIp(wanted.base + wanted.size - 2) }];
     const same = (s: SimSubnet): boolean =>
-      s.cidr === normalized && s.gatewayIp === p.gatewayIp && JSON.stringify(s.allocationPools) === JSON.stringify(p.allocationPools);
+      s.cidr === normalized && s.gatewayIp === gatewayIp && JSON.stringify(s.allocationPools) === JSON.stringify(allocationPools);
     let net = [...this.networks.values()].find((n) => n.name === p.name);
     if (net) {
       const subnets = net.subnetIds.map((id) => this.subnets.get(id)).filter((s): s is SimSubnet => s !== undefined);
@@ -204,8 +206,8 @@ export class NetworkService {
       projectId: '',
       cidr: normalized,
       name: p.subnetName ?? `${p.name}-subnet`,
-      gatewayIp: p.gatewayIp,
-      allocationPools: p.allocationPools,
+      gatewayIp,
+      allocationPools,
     });
     return { network: net, subnet };
   }

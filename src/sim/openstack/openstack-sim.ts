@@ -93,7 +93,7 @@ export interface OpenStackSim {
    * pools as given), as an operator would have made it before any stack uses it. Throws when the
    * network exists with another subnet and ports on it.
    */
-  ensureNetwork(p: { name: string; cidr: string; gatewayIp: string; allocationPools: { start: string; end: string }[] }): { networkId: string; subnetId: string; subnetName: string; cidr: string };
+  ensureNetwork(p: { name: string; cidr: string; gatewayIp?: string; allocationPools?: readonly { start: string; end: string }[] }): { networkId: string; subnetId: string; subnetName: string; cidr: string };
   /** Whether the state was restored from `stateDir` at start. */
   readonly restored: boolean;
   /** Stops the server and every pending timer (and saves the state when `stateDir` is set). */
@@ -162,6 +162,7 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
     // What the restore resumed at once (Heat delay 0) is saved too.
     if (saved) saver.markDirty();
   }
+  for (const n of o.networks) network.ensureNetwork(n);
   const heatApi = new HeatApi(engine, base);
   const admin = new SimAdmin(runtime, compute, engine, keystone, o.adminSecret, o.logger);
   if (o.faultWebhook) admin.addWebhook(o.faultWebhook, o.faultWebhookSecret);
