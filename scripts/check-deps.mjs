@@ -26,8 +26,10 @@ function violation(from, to, { typeOnly, dynamic }) {
   if (from === to) return undefined;
   if (to === 'api' && from !== 'root' && from !== 'entry') return 'only the composition root and the CLI import api/';
   if (to === 'root' && from !== 'entry') return 'only the CLI imports the composition root';
-  if (to === 'sim' && !(from === 'root' && dynamic && !typeOnly)) return from === 'root' ? 'the composition root loads src/sim/ only with a dynamic import()' : 'only the composition root imports src/sim/';
+  if (to === 'sim' && from !== 'lab' && !(from === 'root' && dynamic && !typeOnly)) return from === 'root' ? 'the composition root loads src/sim/ only with a dynamic import()' : 'only the composition root and src/lab/ import src/sim/';
   if (from === 'sim' && !LEAVES.has(to)) return 'src/sim/ is self-contained (it imports only leaf modules)';
+  if (to === 'lab' && !(from === 'root' && dynamic && !typeOnly)) return from === 'root' ? 'the composition root loads src/lab/ only with a dynamic import()' : 'only the composition root imports src/lab/';
+  if (from === 'lab' && to !== 'sim' && !LEAVES.has(to)) return 'src/lab/ imports only src/sim/ and leaf modules';
   if (LEAVES.has(from) && !LEAVES.has(to)) return 'leaf modules import only leaf modules';
   if (from === 'store' && !LEAVES.has(to)) return 'store/ is the bottom layer (it imports only leaf modules)';
   if (from === 'core' && !LEAVES.has(to) && !typeOnly) return 'core/ imports only types from other layers';

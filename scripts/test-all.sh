@@ -38,7 +38,7 @@ apt_install() {  # apt_install <package>...: installs what is missing
 # ---- 1. packages of the stages
 apt_install python3-tackerclient python3-openstackclient ca-certificates curl
 # the live-VM lab (stage lab): sshd, etcd, HAProxy, Ansible in network namespaces
-apt_install openssh-server etcd-server etcd-client haproxy ansible sshpass socat iproute2
+apt_install openssh-server etcd-server etcd-client haproxy ansible sshpass socat iproute2 sudo
 command -v kubectl >/dev/null 2>&1 || apt_install kubernetes-client
 PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"
 if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then

@@ -66,6 +66,29 @@ export interface VnfmConfig {
     /** @default 9893 */
     serverNotifier: number;
   };
+  /**
+   * The live-VM lab (docs/lab.md): the simulated OpenStack's servers on the lab network become real
+   * hosts (network namespaces with sshd) that management drivers reach over SSH. Needs root,
+   * `ip netns` and openssh-server; needs the simulated cloud (`sim`).
+   */
+  lab: {
+    /** Start the lab with the simulated cloud (`vnfm start --lab`). @default false */
+    enabled: boolean;
+    /** The lab subnet; the bridge `hvlab0` gets its `.1`, the lab network's pool is `.10`-`.250`. /16 to /24. @default '10.87.0.0/24' */
+    cidr: string;
+    /** Name of the lab network in the simulated Neutron (ports on it make servers hosts). @default 'lab-net' */
+    network: string;
+    /** The one login user of every host (created with `useradd -m` when absent). @default 'hvlab' */
+    user: string;
+    /** Its password. @default generated once, kept in `<dataDir>/lab/credentials.json` (mode 0600) */
+    password: string | undefined;
+    /** Port of the lab's own Kubernetes API on the bridge address (0 = a free port). @default 26443 */
+    kubernetesPort: number;
+    /** When the pods of a Node whose host died are evicted (the real default toleration is 300 s). @default 300000 */
+    podEvictionTimeoutMs: number;
+    /** How long the start waits for another lab on this machine to stop (0 = fail at once). @default 0 */
+    waitForLockMs: number;
+  };
   /** Op runner. */
   runner: {
     /** Worker id (unique per process). @default `${hostname}-${pid}` */
@@ -247,6 +270,7 @@ export function defaultConfig(): VnfmConfig {
     sim: true,
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
+    lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0 },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
     notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
     grants: {
@@ -292,6 +316,14 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_HEALTH_MAX_STALL_MS: ['health.maxStallMs', 'number'],
   VNFM_SIM: ['sim', 'boolean'],
   VNFM_SIM_RESET: ['simReset', 'boolean'],
+  VNFM_LAB: ['lab.enabled', 'boolean'],
+  VNFM_LAB_CIDR: ['lab.cidr', 'string'],
+  VNFM_LAB_NETWORK: ['lab.network', 'string'],
+  VNFM_LAB_USER: ['lab.user', 'string'],
+  VNFM_LAB_PASSWORD: ['lab.password', 'string'],
+  VNFM_LAB_KUBERNETES_PORT: ['lab.kubernetesPort', 'number'],
+  VNFM_LAB_POD_EVICTION_TIMEOUT_MS: ['lab.podEvictionTimeoutMs', 'number'],
+  VNFM_LAB_WAIT_FOR_LOCK_MS: ['lab.waitForLockMs', 'number'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
@@ -387,6 +419,24 @@ function merge<T>(base: T, over: unknown, path = ''): T {
   return out as T;
 }
 
+function validateLab(cfg: VnfmConfig): void {
+  const l = cfg.lab;
+  if (typeof l.enabled !== 'boolean') throw new ConfigError('lab.enabled: must be true or false');
+  const m = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(String(l.cidr));
+  if (!m || m.slice(1, 5).some((x) => Number(x) > 255) || Number(m[5]) < 16 || Number(m[5]) > 24) {
+    throw new ConfigError(`lab.cidr: must be an IPv4 CIDR with a /16 to /24 prefix (like 10.87.0.0/24), got ${JSON.stringify(l.cidr)}`);
+  }
+  if (typeof l.network !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(l.network)) throw new ConfigError('lab.network: must be a network name (letters, digits, _ . -)');
+  if (typeof l.user !== 'string' || !/^[a-z_][a-z0-9_-]{0,31}$/.test(l.user) || l.user === 'root') throw new ConfigError('lab.user: must be a valid local user name other than root');
+  if (l.password !== undefined && (typeof l.password !== 'string' || l.password.length < 8 || /[:\n]/.test(l.password))) {
+    throw new ConfigError('lab.password: must be at least 8 characters, without ":" or a line break (or unset: generated)');
+  }
+  if (!Number.isInteger(l.kubernetesPort) || l.kubernetesPort < 0 || l.kubernetesPort > 65535) throw new ConfigError(`lab.kubernetesPort: must be 0-65535, got ${l.kubernetesPort}`);
+  if (!Number.isFinite(l.podEvictionTimeoutMs) || l.podEvictionTimeoutMs < 0) throw new ConfigError('lab.podEvictionTimeoutMs: must be a number >= 0');
+  if (!Number.isFinite(l.waitForLockMs) || l.waitForLockMs < 0) throw new ConfigError('lab.waitForLockMs: must be a number >= 0');
+  if (l.enabled && !cfg.sim) throw new ConfigError('lab.enabled needs the simulated cloud (sim): its servers are what the lab turns into hosts (drop --no-sim)');
+}
+
 /**
  * Layers defaults < file < env < flags, fills derived defaults and validates. Throws
  * {@link ConfigError} naming the first bad setting.
@@ -443,6 +493,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
     if (!Number.isInteger(cfg.packages[k]) || cfg.packages[k] < 1) throw new ConfigError(`packages.${k} must be an integer >= 1`);
   }
   if (cfg.packages.maxOldGenerationSizeMb < 16) throw new ConfigError('packages.maxOldGenerationSizeMb must be >= 16');
+  validateLab(cfg);
   if (!cfg.runner.workerId) cfg.runner.workerId = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
   if (!cfg.publicUrl) cfg.publicUrl = `http://${cfg.host === '0.0.0.0' ? '127.0.0.1' : cfg.host}:${cfg.port}`;
   cfg.publicUrl = cfg.publicUrl.replace(/\/+$/, '');

@@ -52,6 +52,11 @@ describe('check-deps', () => {
     assert.match(r.out, /^check-deps: \d+ files, \d+ relative imports, \d+ layers: dependency rule holds, no folder cycles\n$/);
   });
 
+  it('lets the lab import the simulators and the root load the lab dynamically', () => {
+    const r = run(tree({ ...GOOD, 'lab/index.ts': "import { sim } from '../sim/cloud.ts';\nimport { E } from '../errors.ts';\nexport const lab = [sim, E];\n", 'main/lab.ts': "export const start = async () => (await import('../lab/index.ts')).lab;\n" }));
+    assert.equal(r.status, 0, r.out);
+  });
+
   it('passes on a fake tree that respects the rule', () => {
     const r = run(tree(GOOD));
     assert.equal(r.status, 0, r.out);
@@ -62,6 +67,9 @@ describe('check-deps', () => {
     ['a module importing the composition root', { 'lcm/plugin.ts': "import { start } from '../main/server.ts';\nexport const s = start;\n" }, /src\/lcm\/plugin\.ts -> \.\.\/main\/server\.ts/],
     ['the root importing a simulator statically', { 'main/sim-cloud.ts': "import { sim } from '../sim/cloud.ts';\nexport const s = sim;\n" }, /src\/main\/sim-cloud\.ts -> \.\.\/sim\/cloud\.ts {2}\(the composition root loads src\/sim\/ only with a dynamic import\(\)\)/],
     ['another module importing a simulator', { 'lcm/fake.ts': "export const f = () => import('../sim/cloud.ts');\n" }, /src\/lcm\/fake\.ts -> \.\.\/sim\/cloud\.ts/],
+    ['the root importing the lab statically', { 'lab/index.ts': "import { sim } from '../sim/cloud.ts';\nexport const lab = sim;\n", 'main/lab.ts': "import { lab } from '../lab/index.ts';\nexport const l = lab;\n" }, /src\/main\/lab\.ts -> \.\.\/lab\/index\.ts {2}\(the composition root loads src\/lab\/ only with a dynamic import\(\)\)/],
+    ['another module importing the lab', { 'lab/index.ts': 'export const lab = 1;\n', 'mgmt/ssh.ts': "export const f = () => import('../lab/index.ts');\n" }, /src\/mgmt\/ssh\.ts -> \.\.\/lab\/index\.ts {2}\(only the composition root imports src\/lab\/\)/],
+    ['the lab importing a domain module', { 'lab/index.ts': "import { Engine } from '../lcm/engine.ts';\nexport const e = Engine;\n" }, /src\/lab\/index\.ts -> \.\.\/lcm\/engine\.ts {2}\(src\/lab\/ imports only src\/sim\/ and leaf modules\)/],
     ['store importing upward', { 'store/up.ts': "import { Engine } from '../lcm/engine.ts';\nexport const e = Engine;\n" }, /src\/store\/up\.ts -> \.\.\/lcm\/engine\.ts/],
     ['core importing a value from a layer', { 'core/metrics.ts': "import { Engine } from '../lcm/engine.ts';\nexport const e = Engine;\n" }, /src\/core\/metrics\.ts -> \.\.\/lcm\/engine\.ts/],
     ['a second import on one line', { 'notify/two.ts': "import { E } from '../errors.ts'; import { app } from '../api/app.ts';\nexport const x = [E, app];\n" }, /src\/notify\/two\.ts -> \.\.\/api\/app\.ts/],

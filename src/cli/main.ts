@@ -1,12 +1,13 @@
 #!/usr/bin/env node
 /**
  * The `vnfm` command. `vnfm start` runs the VNFM (embedded database and, unless --no-sim, the
- * simulated cloud) on 127.0.0.1:9890 by default.
+ * simulated cloud; with --lab, the live-VM lab too) on 127.0.0.1:9890 by default.
  */
 import { Command } from 'commander';
 import { ConfigError, type ConfigInput, resolveConfig } from '../config.ts';
 import type { EngineContext } from '../lcm/engine.ts';
 import { startVnfm } from '../main/server.ts';
+import { checkLabPrerequisites, LabStartError } from '../main/lab.ts';
 import { SimStateUnusableError } from '../main/sim-cloud.ts';
 import { DataDirLockedError } from '../store/data-dir-lock.ts';
 
@@ -25,6 +26,7 @@ program
   .option('--log-level <level>', 'log level (trace, debug, info, warn, error)')
   .option('--no-sim', 'do not start the simulated cloud')
   .option('--reset-sim', 'start the simulated cloud empty (delete its saved state in <data-dir>/sim)')
+  .option('--lab', 'also start the live-VM lab: servers on the lab network become hosts with sshd (root; docs/lab.md)')
   .action(async (o: Record<string, string | boolean | undefined>) => {
     const flags: ConfigInput = {};
     if (o.host) flags.host = o.host as string;
@@ -35,6 +37,7 @@ program
     if (o.logLevel) flags.logLevel = o.logLevel as string;
     if (o.sim === false) flags.sim = false;
     if (o.resetSim === true) flags.simReset = true;
+    if (o.lab === true) flags.lab = { enabled: true };
     let config: ReturnType<typeof resolveConfig>;
     try {
       config = resolveConfig({ file: o.config as string | undefined, env: process.env, flags });
@@ -45,6 +48,17 @@ program
       }
       throw e;
     }
+    if (config.lab.enabled) {
+      try {
+        await checkLabPrerequisites();
+      } catch (e) {
+        if (e instanceof LabStartError) {
+          console.error(`cannot start: ${e.message}`);
+          process.exit(1);
+        }
+        throw e;
+      }
+    }
     let vnfm: Awaited<ReturnType<typeof startVnfm>>;
     try {
       vnfm = await startVnfm(config);
@@ -53,7 +67,7 @@ program
         console.error(`cannot start: ${e.message}`);
         process.exit(3);
       }
-      if (e instanceof SimStateUnusableError) {
+      if (e instanceof SimStateUnusableError || e instanceof LabStartError) {
         console.error(`cannot start: ${e.message}`);
         process.exit(1);
       }

@@ -15,6 +15,7 @@ import { join } from 'node:path';
 import type { PluginHooks } from '../core/plugin.ts';
 import type { AppContext } from '../core/services.ts';
 import type { VimInput } from '../vims/vim-registry.ts';
+import { type LabInfo, startLabFor } from './lab.ts';
 
 /** Names under which the simulated VIMs are registered. */
 export const SIM_VIM_NAMES = { openstack: 'sim-openstack', kubernetes: 'sim-kubernetes' } as const;
@@ -28,6 +29,8 @@ export interface SimCloud {
   stateDir?: string;
   /** Whether the state was restored from `stateDir` (else the cloud started empty). */
   restored?: boolean;
+  /** The live-VM lab, when `lab.enabled`. */
+  lab?: LabInfo;
 }
 
 /** The saved state of the simulated cloud cannot be used; the message says which file and why. */
@@ -62,6 +65,8 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
         // The content goes; the cluster's serving certificate stays, so the VIMs (and the
         // instances that copied their connection info) still trust it.
         for (const name of [OPENSTACK_STATE_NAME, KUBERNETES_STATE_NAME, SERVER_NOTIFIER_STATE_NAME]) rmSync(join(stateDir, `${name}.json`), { force: true });
+        // the lab's Kubernetes goes with the servers its Nodes stood for
+        rmSync(join(ctx.config.dataDir, 'lab', 'kubernetes', `${KUBERNETES_STATE_NAME}.json`), { force: true });
         log.info({ stateDir }, 'simulated cloud reset: saved state deleted');
       }
       const state = stateDir === undefined ? {} : { stateDir };
@@ -110,6 +115,16 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
       });
       const restored = os.restored || k8s.restored || notifier.restored;
       ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url, ...(stateDir ? { stateDir, restored } : {}) };
+      if (ctx.config.lab.enabled) {
+        try {
+          const lab = await startLabFor(ctx.config, os, ctx.log.child({ component: 'lab' }));
+          closers.push(() => lab.close());
+          ctx.simCloud.lab = lab.info;
+        } catch (e) {
+          for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
+          throw e;
+        }
+      }
       log.info({ openstack: os.authUrl, kubernetes: k8s.url, serverNotifier: notifier.url, stateDir: stateDir ?? null, restored }, restored ? 'simulated cloud started (state restored)' : 'simulated cloud started');
     },
     async stop() {

@@ -9,7 +9,7 @@
  * | `tacker-cli` | the `openstack vnflcm` CLI (Debian package python3-tackerclient)         |
  * | `kubectl`    | the `kubectl` binary                                                     |
  * | `lab`        | root, `ip netns`, and the Debian packages openssh-server, etcd-server,   |
- * |              | etcd-client, haproxy, ansible, sshpass (the live-VM lab, docs/lab.md)     |
+ * |              | etcd-client, haproxy, ansible, sshpass, sudo (the live-VM lab, docs/lab.md) |
  *
  * A test file asks for its stage at load time (`const pg = await stage('pg')`) and passes
  * `{ skip: pg.skip }` to its `describe`. When the stage is listed in `VNFM_TEST_REQUIRE`
@@ -169,7 +169,7 @@ const PROBES: Record<StageName, () => Promise<string | undefined>> = {
   lab: probeLab,
 };
 
-const LAB_FIX = 'run as root on Debian 12 with the packages openssh-server etcd-server etcd-client haproxy ansible sshpass (`sudo bash scripts/test-all.sh` installs them)';
+const LAB_FIX = 'run as root on Debian 12 with the packages openssh-server etcd-server etcd-client haproxy ansible sshpass sudo (`sudo bash scripts/test-all.sh` installs them)';
 
 async function probeLab(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return `the live-VM lab needs root (network namespaces): ${LAB_FIX}`;
@@ -181,7 +181,8 @@ async function probeLab(): Promise<string | undefined> {
     probeCommand('etcdctl', ['version'], 'etcdctl (etcd-client)', LAB_FIX, sbin) ??
     probeCommand('haproxy', ['-v'], 'haproxy', LAB_FIX, sbin) ??
     probeCommand('ansible-playbook', ['--version'], 'ansible-playbook (ansible)', LAB_FIX, sbin) ??
-    probeCommand('sshpass', ['-V'], 'sshpass', LAB_FIX, sbin)
+    probeCommand('sshpass', ['-V'], 'sshpass', LAB_FIX, sbin) ??
+    probeCommand('visudo', ['-V'], 'sudo and visudo (sudo)', LAB_FIX, sbin)
   );
 }
 

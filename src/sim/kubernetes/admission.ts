@@ -324,6 +324,23 @@ export function validate(def: ResourceDef, obj: KubeObject, old?: KubeObject): S
         }
       }
       break;
+    case 'PodDisruptionBudget': {
+      const spec = obj.spec ?? {};
+      if (spec.minAvailable !== undefined && spec.minAvailable !== null && spec.maxUnavailable !== undefined && spec.maxUnavailable !== null) {
+        causes.push(bad('spec', spec, 'minAvailable and maxUnavailable cannot be both set'));
+      }
+      for (const f of ['minAvailable', 'maxUnavailable'] as const) {
+        const v = spec[f];
+        if (v === undefined || v === null) continue;
+        const ok = (typeof v === 'number' && Number.isInteger(v) && v >= 0) || (typeof v === 'string' && /^(\d|[1-9]\d|100)%$/.test(v));
+        if (!ok) causes.push(bad(`spec.${f}`, v, typeof v === 'string' ? 'must be a valid percent value (0%-100%)' : 'must be greater than or equal to 0'));
+      }
+      const policy = spec.unhealthyPodEvictionPolicy;
+      if (policy !== undefined && policy !== null && policy !== 'IfHealthyBudget' && policy !== 'AlwaysAllow') {
+        causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(policy)}: supported values: "AlwaysAllow", "IfHealthyBudget"`, field: 'spec.unhealthyPodEvictionPolicy' });
+      }
+      break;
+    }
     case 'ConfigMap':
     case 'Secret':
       if (old && old.immutable === true && (JSON.stringify(old.data) !== JSON.stringify(obj.data) || JSON.stringify(old.binaryData) !== JSON.stringify(obj.binaryData))) {

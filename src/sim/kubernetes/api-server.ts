@@ -1,8 +1,8 @@
 /**
  * HTTP front end of the simulated cluster: bearer-token auth, discovery, the REST verbs on every
  * resource (list with label/field selectors and paging, get, create, replace, the PATCH flavours,
- * delete with DeleteOptions, deletecollection), `status` / `scale` / pod `log`, `eviction` and
- * `binding` subresources, watches as chunked JSON lines resuming from a resourceVersion, and
+ * delete with DeleteOptions, deletecollection), `status` / `scale` / pod `log`, `eviction` (honouring
+ * PodDisruptionBudgets) and `binding` subresources, watches as chunked JSON lines resuming from a resourceVersion, and
  * server-side printing (`Table`) for kubectl. Faults (latency, broken API) are applied here.
  */
 import { timingSafeEqual } from 'node:crypto';
@@ -36,6 +36,8 @@ export interface ApiServerDeps {
   journal?: DeleteJournal;
   /** `host:port` advertised in `/api`. */
   serverAddress: () => string;
+  /** PodDisruptionBudget check of an eviction: throws the API error that refuses it. */
+  admitEviction?: (pod: KubeObject, dryRun: boolean) => void;
 }
 
 /** How a response should be rendered, from the Accept header. */
@@ -382,10 +384,13 @@ export class ApiServer {
     if (sub === 'scale' && def.sub.scale) return this.scale(req, res, method, def, ns, name, body, dryRun);
     if (def === R.pods && sub === 'log' && method === 'GET') return this.podLog(res, ns, name, q);
     if (def === R.pods && sub === 'eviction' && method === 'POST') {
-      api.get(def, ns, name);
-      const opts = deleteOptions(new URLSearchParams(), body?.deleteOptions ?? {}, dryRun);
+      const pod = api.get(def, ns, name);
+      // dryRun may come with the request or inside the Eviction's deleteOptions
+      const evictionDryRun = dryRun || (Array.isArray(body?.deleteOptions?.dryRun) && body.deleteOptions.dryRun.includes('All'));
+      this.d.admitEviction?.(pod, evictionDryRun);
+      const opts = deleteOptions(new URLSearchParams(), body?.deleteOptions ?? {}, evictionDryRun);
       const { obj } = api.delete(def, ns, name, opts);
-      if (!dryRun) this.d.journal?.record(obj, def.kind, 'eviction');
+      if (!evictionDryRun) this.d.journal?.record(obj, def.kind, 'eviction');
       this.send(res, 201, statusOk(201));
       return 201;
     }

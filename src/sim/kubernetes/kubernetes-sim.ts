@@ -17,6 +17,7 @@ import { ClusterApi } from './cluster-api.ts';
 import type { ControllerContext } from './controllers/context.ts';
 import { DaemonSetController } from './controllers/daemonset-controller.ts';
 import { DeploymentController } from './controllers/deployment-controller.ts';
+import { DisruptionController } from './controllers/disruption-controller.ts';
 import { EndpointsController } from './controllers/endpoints-controller.ts';
 import { EventRecorder } from './controllers/event-recorder.ts';
 import { GarbageCollector } from './controllers/garbage-collector.ts';
@@ -103,6 +104,14 @@ export interface KubernetesSim {
   kubeconfig(opts?: { namespace?: string; name?: string }): string;
   /** The cluster's state as saved in `stateDir` (JSON-serialisable). */
   snapshot(): KubernetesSnapshot;
+  /**
+   * Marks a node NotReady (its kubelet stopped posting status), taints it unreachable and evicts
+   * its pods after `evictAfterMs` (default 0), as `POST /_sim/nodes/<name>/fail` does. Returns
+   * false when there is no such node.
+   */
+  failNode(name: string, opts?: { evictAfterMs?: number }): boolean;
+  /** Brings a failed node back to Ready (`POST /_sim/nodes/<name>/recover`); false when there is no such node. */
+  recoverNode(name: string): boolean;
   /** Whether the state was restored from `stateDir` at start. */
   readonly restored: boolean;
   /** Stops the server, ends watches and timers (and saves the state when `stateDir` is set). */
@@ -166,6 +175,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   new EndpointsController(ctx);
   new StorageController(ctx);
   const nodes = new NodeController(ctx);
+  const disruption = new DisruptionController(ctx);
 
   if (saved) {
     api.allocator.restore(saved.allocator);
@@ -191,7 +201,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
     watchCount: () => server?.watchCount() ?? 0,
     journal,
   });
-  server = new ApiServer({ api, store, faults, token, log, simControl, journal, serverAddress: () => address });
+  server = new ApiServer({ api, store, faults, token, log, simControl, journal, serverAddress: () => address, admitEviction: (pod, dryRun) => disruption.admitEviction(pod, dryRun) });
   const apiServer = server;
   const snapshot = (): KubernetesSnapshot => ({
     store: store.snapshot(),
@@ -253,6 +263,8 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
       });
     },
     snapshot,
+    failNode: (name, o = {}) => nodes.failNode(name, Math.max(0, o.evictAfterMs ?? 0)) !== undefined,
+    recoverNode: (name) => nodes.recoverNode(name) !== undefined,
     restored: saved !== undefined,
     async close() {
       if (closed) return;

@@ -84,6 +84,44 @@ export interface ComputeEvent {
   readonly fault_option?: Record<string, unknown>;
 }
 
+/**
+ * A change in a server's life, for in-process observers (the live-VM lab): created (it is ACTIVE
+ * once created), deleted, its status or ports changed (server actions, faults, recoveries, an
+ * in-place update of its networks), or a port changed (created, updated, deleted).
+ */
+export interface ServerLifecycleEvent {
+  readonly event: 'server.created' | 'server.deleted' | 'server.updated' | 'port.changed';
+  readonly time: string;
+  /** The server concerned (absent for `port.changed`). */
+  readonly server?: ServerView;
+  /** The port concerned (`port.changed`). */
+  readonly portId?: string;
+  /** What happened: `create`, `delete`, `stop`, `start`, `reboot`, `fault`, `recover`, `networks`, `update`. */
+  readonly cause: string;
+}
+
+/** A server with the addresses of its ports, as observers see it. */
+export interface ServerView {
+  readonly id: string;
+  readonly name: string;
+  readonly status: ServerStatus;
+  readonly host: string;
+  readonly createdAt: string;
+  readonly stackId: string | null;
+  /** Ports in `networks` order, each with its network and fixed IPs. */
+  readonly ports: readonly ServerPortView[];
+}
+
+/** One port of a {@link ServerView}. */
+export interface ServerPortView {
+  readonly id: string;
+  readonly networkId: string;
+  readonly networkName: string;
+  readonly fixedIps: readonly string[];
+  /** `allowed_address_pairs` IP addresses (or CIDRs) of the port. */
+  readonly allowedAddresses: readonly string[];
+}
+
 /** Saved state of the simulated Nova (see {@link ComputeService.snapshot}). */
 export interface ComputeSnapshot {
   hosts: SimHost[];
@@ -130,6 +168,7 @@ export class ComputeService {
   readonly flavors = new Map<string, SimFlavor>();
   private instanceCounter = 0;
   private readonly listeners: ((ev: ComputeEvent) => void)[] = [];
+  private readonly lifecycle = new Set<(ev: ServerLifecycleEvent) => void>();
 
   constructor(
     hostCount: number,
@@ -138,6 +177,7 @@ export class ComputeService {
     private readonly baseUrl: () => string,
   ) {
     this.hosts = Array.from({ length: hostCount }, (_, i) => ({ name: `compute-${i + 1}`, state: 'up' as const }));
+    network.onPortChange((portId, cause) => this.emitLifecycle('port.changed', cause, undefined, portId));
     for (const [name, vcpus, ram, disk] of BUILTIN_FLAVORS) {
       this.addFlavor({ name, vcpus, ram, disk });
     }
@@ -173,6 +213,46 @@ export class ComputeService {
 
   private emit(ev: ComputeEvent): void {
     for (const l of this.listeners) l(ev);
+  }
+
+  /**
+   * Subscribes to server lifecycle events (in-process; nothing is sent over HTTP). Returns the
+   * unsubscribe function. Listeners run synchronously after the change and must not throw.
+   */
+  onLifecycle(listener: (ev: ServerLifecycleEvent) => void): () => void {
+    this.lifecycle.add(listener);
+    return () => this.lifecycle.delete(listener);
+  }
+
+  /** Reports a server lifecycle change to the lifecycle listeners. */
+  emitLifecycle(event: ServerLifecycleEvent['event'], cause: string, s?: SimServer | ServerView, portId?: string): void {
+    if (this.lifecycle.size === 0) return;
+    const server = s === undefined ? undefined : 'ports' in s ? s : this.view(s);
+    const ev: ServerLifecycleEvent = { event, cause, time: isoSeconds(), ...(server ? { server } : {}), ...(portId ? { portId } : {}) };
+    for (const l of this.lifecycle) {
+      try {
+        l(ev);
+      } catch {
+        // an observer's failure is its own
+      }
+    }
+  }
+
+  /** A server with its ports' addresses (for lifecycle observers). */
+  view(s: SimServer): ServerView {
+    const ports: ServerPortView[] = [];
+    for (const pid of s.portIds) {
+      const p = this.network.ports.get(pid);
+      if (!p) continue;
+      ports.push({
+        id: p.id,
+        networkId: p.networkId,
+        networkName: this.network.networks.get(p.networkId)?.name ?? '',
+        fixedIps: p.fixedIps.map((f) => f.ip_address),
+        allowedAddresses: p.allowedAddressPairs.map((a) => a.ip_address).filter((a) => a !== ''),
+      });
+    }
+    return { id: s.id, name: s.name, status: s.status, host: s.host, createdAt: s.createdAt, stackId: s.owner?.stackId ?? null, ports };
   }
 
   /** Adds a flavor (builtin ones and those `OS::Nova::Flavor` creates). */
@@ -306,6 +386,7 @@ export class ComputeService {
     }
     for (const vid of server.volumeIds) this.volumes.attach(vid, server.id);
     if (p.groupId) this.groups.get(p.groupId)?.members.add(server.id);
+    this.emitLifecycle('server.created', 'create', server);
     return server;
   }
 
@@ -313,6 +394,7 @@ export class ComputeService {
   deleteServer(id: string): void {
     const s = this.servers.get(id);
     if (!s) return;
+    const before = this.lifecycle.size > 0 ? this.view(s) : undefined;
     for (const pid of s.portIds) {
       const port = this.network.ports.get(pid);
       if (port && port.deviceId === id) {
@@ -325,6 +407,7 @@ export class ComputeService {
     for (const g of this.groups.values()) g.members.delete(id);
     s.status = 'DELETED';
     this.servers.delete(id);
+    if (before) this.emitLifecycle('server.deleted', 'delete', { ...before, status: 'DELETED' });
   }
 
   private eventServer(s: SimServer): { id: string; name: string; project_id: string; host: string; status: string } {
@@ -341,6 +424,7 @@ export class ComputeService {
     s.status = opts.status ?? 'ERROR';
     s.updatedAt = isoSeconds();
     s.fault = { code: 500, message: opts.message ?? 'Simulated server fault', created: s.updatedAt };
+    this.emitLifecycle('server.updated', 'fault', s);
     this.emit({
       event: 'server.fault',
       time: s.updatedAt,
@@ -360,6 +444,7 @@ export class ComputeService {
     s.status = 'ACTIVE';
     s.fault = undefined;
     s.updatedAt = isoSeconds();
+    this.emitLifecycle('server.updated', 'recover', s);
     this.emit({ event: 'server.recovered', time: s.updatedAt, host: s.host, servers: [this.eventServer(s)] });
     return s;
   }
@@ -379,6 +464,7 @@ export class ComputeService {
       s.updatedAt = now;
       s.fault = { code: 500, message: `Compute host ${name} failed`, created: now };
     }
+    for (const s of hit) this.emitLifecycle('server.updated', 'fault', s);
     this.emit({
       event: 'host.fault',
       time: now,
@@ -403,6 +489,7 @@ export class ComputeService {
       s.fault = undefined;
       s.updatedAt = now;
     }
+    for (const s of back) this.emitLifecycle('server.updated', 'recover', s);
     this.emit({ event: 'host.recovered', time: now, host: name, servers: back.map((s) => this.eventServer(s)) });
     return back;
   }
@@ -685,6 +772,7 @@ export class ComputeService {
         throw new SimHttpError(400, { badRequest: { code: 400, message: `Unsupported server action: ${String(key)}` } });
     }
     srv.updatedAt = now;
+    this.emitLifecycle('server.updated', key === 'os-stop' ? 'stop' : key === 'os-start' ? 'start' : 'reboot', srv);
     return { status: 202 };
   }
 }

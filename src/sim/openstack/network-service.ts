@@ -122,6 +122,7 @@ export class NetworkService {
   readonly floatingIps = new Map<string, SimFloatingIp>();
   readonly routers = new Map<string, SimRouter>();
   private autoNetCounter = 0;
+  private readonly portListeners = new Set<(portId: string, cause: 'create' | 'update' | 'delete') => void>();
 
   constructor() {
     const pub = this.createNetwork({ name: 'public', projectId: '', external: true, shared: true });
@@ -152,6 +153,63 @@ export class NetworkService {
     fill(this.floatingIps, s.floatingIps);
     fill(this.routers, s.routers);
     this.autoNetCounter = s.autoNetCounter;
+  }
+
+  /** Subscribes to port changes (in-process observers); returns the unsubscribe function. */
+  onPortChange(listener: (portId: string, cause: 'create' | 'update' | 'delete') => void): () => void {
+    this.portListeners.add(listener);
+    return () => this.portListeners.delete(listener);
+  }
+
+  /** Reports a port change to the port listeners (called by whoever changed the port). */
+  portChanged(portId: string, cause: 'create' | 'update' | 'delete'): void {
+    for (const l of this.portListeners) {
+      try {
+        l(portId, cause);
+      } catch {
+        // an observer's failure is its own
+      }
+    }
+  }
+
+  /**
+   * Makes sure a shared network of this name exists with exactly one IPv4 subnet of `cidr`
+   * (gateway and allocation pools as given), as an operator would have created it beforehand.
+   * An existing network with another subnet is re-addressed when no port uses it; otherwise
+   * {@link NetworkError} says what is in the way.
+   */
+  ensureNetwork(p: { name: string; cidr: string; gatewayIp?: string; allocationPools?: readonly { start: string; end: string }[]; subnetName?: string }): { network: SimNetwork; subnet: SimSubnet } {
+    const wanted = parseCidr(p.cidr);
+    if (!wanted) throw new NetworkError(`Invalid input for cidr. Reason: '${p.cidr}' is not a valid IPv4 CIDR.`);
+    const normalized = `${intToIp(wanted.base)}/${p.cidr.split('/')[1]}`;
+    const gatewayIp = p.gatewayIp ?? intToIp(wanted.base + 1);
+    const allocationPools = p.allocationPools && p.allocationPools.length > 0 ? [...p.allocationPools] : [{ start: intToIp(wanted.base + 2), end: intToIp(wanted.base + wanted.size - 2) }];
+    const same = (s: SimSubnet): boolean =>
+      s.cidr === normalized && s.gatewayIp === gatewayIp && JSON.stringify(s.allocationPools) === JSON.stringify(allocationPools);
+    let net = [...this.networks.values()].find((n) => n.name === p.name);
+    if (net) {
+      const subnets = net.subnetIds.map((id) => this.subnets.get(id)).filter((s): s is SimSubnet => s !== undefined);
+      const first = subnets[0];
+      if (subnets.length === 1 && first && same(first)) return { network: net, subnet: first };
+      const used = [...this.ports.values()].filter((x) => x.networkId === (net as SimNetwork).id);
+      if (used.length > 0) {
+        throw new NetworkError(
+          `network ${p.name} exists with subnet(s) ${subnets.map((s) => s.cidr).join(', ') || 'none'} and ${used.length} port(s); it cannot be re-addressed to ${normalized}`,
+        );
+      }
+      for (const s of subnets) this.deleteSubnet(s.id);
+    } else {
+      net = this.createNetwork({ name: p.name, projectId: '', shared: true });
+    }
+    const subnet = this.createSubnet({
+      networkId: net.id,
+      projectId: '',
+      cidr: normalized,
+      name: p.subnetName ?? `${p.name}-subnet`,
+      gatewayIp,
+      allocationPools,
+    });
+    return { network: net, subnet };
   }
 
   /** Creates a network. */
@@ -334,6 +392,7 @@ export class NetworkService {
       valueSpecs: p.valueSpecs ?? {},
     };
     this.ports.set(port.id, port);
+    this.portChanged(port.id, 'create');
     return port;
   }
 
@@ -349,6 +408,7 @@ export class NetworkService {
       }
     }
     this.ports.delete(id);
+    this.portChanged(id, 'delete');
   }
 
   /** Finds a port by id or name. */

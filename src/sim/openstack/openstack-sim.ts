@@ -6,7 +6,7 @@
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { readSimState, SimStateSaver } from '../state-file.ts';
-import { type ComputeSnapshot, ComputeService } from './compute-service.ts';
+import { type ComputeSnapshot, ComputeService, type ServerLifecycleEvent, type ServerView } from './compute-service.ts';
 import { HeatApi } from './heat/heat-api.ts';
 import { HeatEngine, type HeatJournalEntry, type HeatSnapshot, type HeldStackOperation, type InjectableOp } from './heat/heat-engine.ts';
 import { header, readJsonBody, SimHttpError, type SimRequest, type SimResponse, sendResponse, sleep, toSimRequest } from './http-kit.ts';
@@ -80,6 +80,20 @@ export interface OpenStackSim {
   heatJournal(): HeatJournalEntry[];
   /** The cloud's state as saved in `stateDir` (JSON-serialisable). */
   snapshot(): OpenStackSnapshot;
+  /**
+   * In-process observers (the live-VM lab): subscribes to server lifecycle events (created, which
+   * is ACTIVE; deleted; status or networks changed by actions, faults, recoveries, updates; a port
+   * created, updated or deleted). Returns the unsubscribe function. Nothing of it is on HTTP.
+   */
+  onServerLifecycle(listener: (ev: ServerLifecycleEvent) => void): () => void;
+  /** In-process observers: every server with its ports (network, fixed IPs, allowed address pairs), as now. */
+  serverViews(): ServerView[];
+  /**
+   * Makes sure a shared network `name` exists with one subnet of `cidr` (gateway, allocation
+   * pools as given), as an operator would have made it before any stack uses it. Throws when the
+   * network exists with another subnet and ports on it.
+   */
+  ensureNetwork(p: { name: string; cidr: string; gatewayIp?: string; allocationPools?: readonly { start: string; end: string }[] }): { networkId: string; subnetId: string; subnetName: string; cidr: string };
   /** Whether the state was restored from `stateDir` at start. */
   readonly restored: boolean;
   /** Stops the server and every pending timer (and saves the state when `stateDir` is set). */
@@ -148,6 +162,7 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
     // What the restore resumed at once (Heat delay 0) is saved too.
     if (saved) saver.markDirty();
   }
+  for (const n of o.networks) network.ensureNetwork(n);
   const heatApi = new HeatApi(engine, base);
   const admin = new SimAdmin(runtime, compute, engine, keystone, o.adminSecret, o.logger);
   if (o.faultWebhook) admin.addWebhook(o.faultWebhook, o.faultWebhookSecret);
@@ -254,6 +269,13 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
     },
     heatJournal: () => engine.journal(),
     snapshot,
+    onServerLifecycle: (listener) => compute.onLifecycle(listener),
+    serverViews: () => [...compute.servers.values()].map((x) => compute.view(x)),
+    ensureNetwork: (p) => {
+      const { network: net, subnet } = network.ensureNetwork(p);
+      changed();
+      return { networkId: net.id, subnetId: subnet.id, subnetName: subnet.name, cidr: subnet.cidr };
+    },
     restored: saved !== undefined,
     close: async () => {
       if (closed) return;

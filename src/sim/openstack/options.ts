@@ -69,7 +69,20 @@ export interface OpenStackSimOptions {
    * progress resumes). @default no saving: the cloud starts empty and lives in memory only
    */
   readonly stateDir?: string;
+  /**
+   * Shared networks made at start as an operator would, each with exactly one IPv4 subnet
+   * (`<name>-subnet`; gateway the CIDR's first address and pool the rest unless given). @default none
+   */
+  readonly networks?: readonly SimNetworkConfig[];
   readonly logger?: SimLogger;
+}
+
+/** A network the simulated cloud has from the start (see {@link OpenStackSimOptions.networks}). */
+export interface SimNetworkConfig {
+  readonly name: string;
+  readonly cidr: string;
+  readonly gatewayIp?: string;
+  readonly allocationPools?: readonly { start: string; end: string }[];
 }
 
 /** {@link OpenStackSimOptions} with every default filled in. */
@@ -88,6 +101,7 @@ export interface ResolvedOpenStackSimOptions {
   readonly faultWebhookSecret: string | undefined;
   readonly adminSecret: string;
   readonly stateDir: string | undefined;
+  readonly networks: readonly SimNetworkConfig[];
   readonly logger: SimLogger;
 }
 
@@ -148,6 +162,7 @@ export function resolveOpenStackSimOptions(opts: OpenStackSimOptions = {}): Reso
     faultWebhookSecret: opts.faultWebhookSecret,
     adminSecret: opts.adminSecret ?? DEFAULT_SIM_ADMIN_SECRET,
     stateDir: opts.stateDir,
+    networks: [...(opts.networks ?? [])],
     logger: opts.logger ?? silentLogger,
   };
 }

@@ -103,6 +103,8 @@ export class NodeController {
     const { api, store, queue, events } = this.ctx;
     const node = api.mutate(R.nodes, '', name, (d) => {
       const msg = 'Kubelet stopped posting node status.';
+      d.spec ??= {};
+      d.status ??= {};
       d.status.conditions = ((d.status.conditions ?? []) as Loose[]).map((c) => ({
         ...c,
         status: 'Unknown',
@@ -132,6 +134,8 @@ export class NodeController {
   /** Brings a failed node back to Ready and removes the unreachable taints. */
   recoverNode(name: string): KubeObject | undefined {
     const node = this.ctx.api.mutate(R.nodes, '', name, (d) => {
+      d.spec ??= {};
+      d.status ??= {};
       d.status.conditions = readyConditions(d.status.conditions);
       const taints = ((d.spec.taints ?? []) as Loose[]).filter((t) => t.key !== UNREACHABLE);
       if (taints.length) d.spec.taints = taints;

@@ -291,6 +291,7 @@ const server: LeafHandler = {
       }
     }
     s.updatedAt = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
+    ctx.compute.emitLifecycle('server.updated', 'update', s);
   },
   delete(ctx, state) {
     ctx.compute.deleteServer(state.physicalId);
@@ -648,6 +649,7 @@ const port: LeafHandler = {
       p.fixedIps = tmp.fixedIps;
       ctx.network.ports.delete(tmp.id);
     }
+    ctx.network.portChanged(p.id, 'update');
   },
   delete(ctx, state) {
     ctx.network.deletePort(state.physicalId);

@@ -1,0 +1,166 @@
+/**
+ * Helpers of the live-VM lab tests: SSH with a password (the `ssh2` client, recording the host key
+ * the server presents), the state of a TCP port (open / refused), the lab's namespaces and bridge
+ * as the machine has them, and a Heat session over HTTP against the simulated OpenStack.
+ */
+import { execFileSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { connect } from 'node:net';
+import { Client } from 'ssh2';
+
+/** What a command run over SSH gave, and the host key the server presented. */
+export interface SshResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+  /** OpenSSH fingerprint (`SHA256:...`) of the host key. */
+  hostKey: string;
+}
+
+/** Runs `command` on `ip` as `user` with a password; rejects when the connection or login fails. */
+export function sshRun(ip: string, user: string, password: string, command: string): Promise<SshResult> {
+  return new Promise((resolve, reject) => {
+    const c = new Client();
+    let hostKey = '';
+    const fail = (e: Error) => {
+      c.end();
+      reject(e);
+    };
+    c.on('ready', () => {
+      c.exec(command, (err, stream) => {
+        if (err) return fail(err);
+        let stdout = '';
+        let stderr = '';
+        stream.on('data', (d: Buffer) => {
+          stdout += d.toString();
+        });
+        stream.stderr.on('data', (d: Buffer) => {
+          stderr += d.toString();
+        });
+        stream.on('close', (code: number | null) => {
+          c.end();
+          resolve({ code: code ?? -1, stdout, stderr, hostKey });
+        });
+      });
+    });
+    c.on('error', fail);
+    c.connect({
+      host: ip,
+      port: 22,
+      username: user,
+      password,
+      readyTimeout: 10_000,
+      hostVerifier: (key: Buffer) => {
+        hostKey = `SHA256:${createHash('sha256').update(key).digest('base64').replace(/=+$/, '')}`;
+        return true;
+      },
+    });
+  });
+}
+
+/** SSH that answers undefined instead of rejecting (for polling until a host is up). */
+export async function trySsh(ip: string, user: string, password: string, command: string): Promise<SshResult | undefined> {
+  try {
+    return await sshRun(ip, user, password, command);
+  } catch {
+    return undefined;
+  }
+}
+
+/** Whether `ip:port` accepts ('open'), refuses ('refused') or does not answer ('silent'). */
+export function portState(ip: string, port: number): Promise<'open' | 'refused' | 'silent'> {
+  return new Promise((resolve) => {
+    const s = connect({ host: ip, port });
+    const done = (v: 'open' | 'refused' | 'silent') => {
+      s.destroy();
+      resolve(v);
+    };
+    s.setTimeout(2000, () => done('silent'));
+    s.once('connect', () => done('open'));
+    s.once('error', (e: NodeJS.ErrnoException) => done(e.code === 'ECONNREFUSED' ? 'refused' : 'silent'));
+  });
+}
+
+/** The lab's namespaces present on the machine. */
+export function labNamespaces(): string[] {
+  const out = execFileSync('ip', ['-j', 'netns', 'list'], { encoding: 'utf8' }).trim();
+  return (out ? (JSON.parse(out) as { name: string }[]) : []).map((n) => n.name).filter((n) => n.startsWith('hvlab-'));
+}
+
+/** Whether the lab's bridge exists. */
+export function bridgeExists(): boolean {
+  try {
+    execFileSync('ip', ['link', 'show', 'hvlab0'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The IPv4 addresses of a host's eth0 (its own and the extra ones), read with `ip -n`; none when there is no such namespace. */
+export function addressesIn(ns: string): string[] {
+  if (!labNamespaces().includes(ns)) return [];
+  const out = execFileSync('ip', ['-n', ns, '-j', 'addr', 'show', 'dev', 'eth0'], { encoding: 'utf8' });
+  const info = (JSON.parse(out) as { addr_info?: { family: string; local: string }[] }[])[0];
+  return (info?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => a.local);
+}
+
+/** A JSON HTTP answer. */
+export interface Answer {
+  status: number;
+  headers: Headers;
+  // biome-ignore lint/suspicious/noExplicitAny: free-form JSON
+  body: any;
+}
+
+/** Sends a JSON request (redirects not followed). */
+export async function call(method: string, url: string, token?: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  const res = await fetch(url, {
+    method,
+    redirect: 'manual',
+    headers: { 'content-type': 'application/json', ...(token ? { 'x-auth-token': token } : {}), ...headers },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown = text;
+  try {
+    parsed = text === '' ? undefined : JSON.parse(text);
+  } catch {
+    // not JSON
+  }
+  return { status: res.status, headers: res.headers, body: parsed };
+}
+
+/** A Keystone session of the simulated cloud's admin: token and the Heat / Nova endpoints. */
+export interface Session {
+  token: string;
+  heat: string;
+  nova: string;
+  base: string;
+}
+
+/** Logs in to the simulated OpenStack at `authUrl` (`.../v3`) as its default admin. */
+export async function login(authUrl: string): Promise<Session> {
+  const r = await call('POST', `${authUrl}/auth/tokens`, undefined, {
+    auth: {
+      identity: { methods: ['password'], password: { user: { name: 'admin', domain: { name: 'Default' }, password: 'admin-secret' } } },
+      scope: { project: { name: 'admin', domain: { name: 'Default' } } },
+    },
+  });
+  if (r.status !== 201) throw new Error(`login failed: ${r.status}`);
+  // biome-ignore lint/suspicious/noExplicitAny: catalog JSON
+  const url = (type: string): string => r.body.token.catalog.find((s: any) => s.type === type).endpoints.find((e: any) => e.interface === 'public').url;
+  return { token: r.headers.get('x-subject-token') as string, heat: url('orchestration'), nova: url('compute'), base: authUrl.replace(/\/v3$/, '') };
+}
+
+/** A HOT: one server on a port of the lab network (the port is its own resource, as in VNF packages). */
+export function oneServerTemplate(network = 'lab-net'): Record<string, unknown> {
+  return {
+    heat_template_version: '2021-04-16',
+    resources: {
+      vdu1_cp: { type: 'OS::Neutron::Port', properties: { network } },
+      vdu1: { type: 'OS::Nova::Server', properties: { flavor: 'm1.tiny', image: 'cirros', networks: [{ port: { get_resource: 'vdu1_cp' } }] } },
+    },
+    outputs: { ip: { value: { get_attr: ['vdu1_cp', 'fixed_ips', 0, 'ip_address'] } } },
+  };
+}
