@@ -88,6 +88,7 @@ fail() {
 if [ "$(id -u)" = 0 ]; then
   SUDO=()
 else
+  # shellcheck disable=SC2054 # one sudo option listing the variables
   SUDO=(sudo -n --preserve-env=http_proxy,https_proxy,no_proxy,HTTP_PROXY,HTTPS_PROXY,NO_PROXY)
 fi
 as_root() { "${SUDO[@]}" "$@"; }
@@ -163,14 +164,14 @@ if [ "$MODE" = master ]; then
   if [ ${#MASTER_IPS[@]} -gt 1 ] || [ "${ha_flag:-}" = True ]; then HA=1; fi
   if [ "$HA" = 1 ]; then ENDPOINT="$CLUSTER_IP:$MASTER_CLUSTER_PORT"; else ENDPOINT="$CLUSTER_IP:6443"; fi
   if [ "$MAIN_MASTER" = 0 ]; then
-    [ -n "$TOKEN_NAME" ] && [ -n "$TOKEN_HASH" ] && [ -n "$CERT_KEY" ] || fail "a joining master needs -t <token>, -s <CA hash> and -k <certificate key>"
+    if [ -z "$TOKEN_NAME" ] || [ -z "$TOKEN_HASH" ] || [ -z "$CERT_KEY" ]; then fail "a joining master needs -t <token>, -s <CA hash> and -k <certificate key>"; fi
   fi
 else
   ROLE=worker
   valid_ip "$WORKER_IPADDR" || fail "-w: not an IPv4 address: $WORKER_IPADDR"
   NODE_IP=${K8S_NODE_IP:-$WORKER_IPADDR}
   NODE_NAME="worker${NODE_IP##*.}"
-  [ -n "$TOKEN_NAME" ] && [ -n "$TOKEN_HASH" ] || fail "a worker needs -t <token> and -s <CA hash>"
+  if [ -z "$TOKEN_NAME" ] || [ -z "$TOKEN_HASH" ]; then fail "a worker needs -t <token> and -s <CA hash>"; fi
   if [ "${ha_flag:-}" = False ]; then ENDPOINT="$CLUSTER_IP:6443"; else ENDPOINT="$CLUSTER_IP:$MASTER_CLUSTER_PORT"; fi
 fi
 debug "role=$ROLE node=$NODE_NAME ip=$NODE_IP endpoint=$ENDPOINT main=$MAIN_MASTER"
@@ -347,7 +348,9 @@ kubeadm_join() { # extra args...
   out=$(as_root kubeadm join "$ENDPOINT" --token "$TOKEN_NAME" --discovery-token-ca-cert-hash "sha256:$TOKEN_HASH" "$@" 2>&1)
   rc=$?
   printf '%s\n' "$out"
-  [ "$rc" = 0 ] && [[ $out == *"This node has joined the cluster"* ]] || fail "kubeadm join failed: $(printf '%s\n' "$out" | grep -m1 '^error' || printf '%s\n' "$out" | tail -n 1)"
+  if [ "$rc" != 0 ] || [[ $out != *"This node has joined the cluster"* ]]; then
+    fail "kubeadm join failed: $(printf '%s\n' "$out" | grep -m1 '^error' || printf '%s\n' "$out" | tail -n 1)"
+  fi
 }
 
 if [ "$ROLE" = master ] && [ "$MAIN_MASTER" = 1 ]; then
@@ -375,7 +378,7 @@ if [ "$ROLE" = master ] && [ "$MAIN_MASTER" = 1 ]; then
   ca_cert=$(cat "$K8S_DIR/pki/ca.crt") || fail "cannot read $K8S_DIR/pki/ca.crt"
   ca_hash=$(openssl x509 -pubkey -in "$K8S_DIR/pki/ca.crt" | openssl rsa -pubin -outform der 2>/dev/null | openssl dgst -sha256 -hex | sed 's/^.* //')
   cert_key=$(as_root kubeadm init phase upload-certs --upload-certs | tail -n 1) || fail "kubeadm init phase upload-certs failed"
-  [ -n "$token" ] && [ -n "$server" ] && [ -n "$ca_hash" ] && [ -n "$cert_key" ] || fail "could not read the cluster's join data"
+  if [ -z "$token" ] || [ -z "$server" ] || [ -z "$ca_hash" ] || [ -z "$cert_key" ]; then fail "could not read the cluster's join data"; fi
   say "token:$token"
   say "server:$server"
   say "$ca_cert"

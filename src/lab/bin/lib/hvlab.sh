@@ -36,10 +36,12 @@ hv_load_env() {
     [ -n "${!k:-}" ] || hv_die "$HV_PROG: $k is not set in $file"
   done
   mkdir -p "$HVLAB_STATE/log"
+  # shellcheck disable=SC2034 # used by the stand-ins that source this file
   HV_ETC_K8S="$HVLAB_ETC/etc/kubernetes"
   HV_PKI="$HV_ETC_K8S/pki"
+  # shellcheck disable=SC2034
   HV_ETC_HAPROXY="$HVLAB_ETC/etc/haproxy"
-  HV_HOSTS_FILE="$HVLAB_ETC/etc/hosts"
+  # shellcheck disable=SC2034
   HV_K8S_RECORDS="$HVLAB_SHARED/kubeadm"
 }
 
@@ -90,8 +92,7 @@ hv_spawn() {
     done
     echo $$ >"$pidfile"
     exec nohup "$@" </dev/null >>"$log" 2>&1' hv-spawn "$pidfile" "$log" "$@" </dev/null >/dev/null 2>&1
-  local i
-  for i in $(seq 1 100); do
+  for _ in $(seq 1 100); do
     [ -s "$pidfile" ] && return 0
     sleep 0.02
   done
@@ -100,7 +101,7 @@ hv_spawn() {
 
 # hv_stop PIDFILE WHAT [group]: SIGTERM (to the process group with `group`), up to 10 s, then SIGKILL.
 hv_stop() {
-  local pidfile=$1 what=$2 group=${3:-} pid target i
+  local pidfile=$1 what=$2 group=${3:-} pid target
   if ! hv_pid_alive "$pidfile" "$what"; then
     rm -f "$pidfile"
     return 0
@@ -109,7 +110,7 @@ hv_stop() {
   target=$pid
   [ -n "$group" ] && target=-$pid
   kill -TERM -- "$target" 2>/dev/null || true
-  for i in $(seq 1 200); do
+  for _ in $(seq 1 200); do
     kill -0 "$pid" 2>/dev/null || break
     sleep 0.05
   done
@@ -119,6 +120,7 @@ hv_stop() {
 
 # True when something accepts TCP connections on HOST PORT.
 hv_port_open() {
+  # shellcheck disable=SC2016 # expanded by the inner shell
   timeout 2 bash -c 'exec 3<>"/dev/tcp/$1/$2"' hv-probe "$1" "$2" 2>/dev/null
 }
 
