@@ -38,6 +38,11 @@ export interface ApiServerDeps {
   serverAddress: () => string;
   /** PodDisruptionBudget check of an eviction: throws the API error that refuses it. */
   admitEviction?: (pod: KubeObject, dryRun: boolean) => void;
+  /**
+   * Accepts bearer tokens besides {@link ApiServerDeps.token} on the Kubernetes API (not on `/_sim`):
+   * the service-account tokens of the cluster.
+   */
+  authenticate?: (token: string) => boolean;
 }
 
 /** How a response should be rendered, from the Accept header. */
@@ -134,12 +139,15 @@ export class ApiServer {
     this.watches.clear();
   }
 
-  private authorized(req: IncomingMessage): boolean {
+  /** Whether the request carries the admin token (or, unless `adminOnly`, a service-account token). */
+  private authorized(req: IncomingMessage, adminOnly = false): boolean {
     const h = req.headers.authorization ?? '';
     const m = /^Bearer\s+(.+)$/i.exec(h);
     if (!m) return false;
-    const got = Buffer.from((m[1] as string).trim());
-    return got.length === this.tokenBuf.length && timingSafeEqual(got, this.tokenBuf);
+    const token = (m[1] as string).trim();
+    const got = Buffer.from(token);
+    if (got.length === this.tokenBuf.length && timingSafeEqual(got, this.tokenBuf)) return true;
+    return !adminOnly && this.d.authenticate !== undefined && this.d.authenticate(token);
   }
 
   private send(res: ServerResponse, code: number, body: Loose, contentType = 'application/json'): void {
@@ -214,7 +222,7 @@ export class ApiServer {
     const q = url.searchParams;
 
     if (path === '/_sim' || path.startsWith('/_sim/')) {
-      if (!this.authorized(req)) return this.unauthorized(res);
+      if (!this.authorized(req, true)) return this.unauthorized(res);
       const body = this.parseBody(await this.readBody(req), req.headers['content-type']);
       const out = this.d.simControl(method, path, q, body);
       this.send(res, out.code, out.body);

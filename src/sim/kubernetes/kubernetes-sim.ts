@@ -28,6 +28,7 @@ import { ReplicaSetController } from './controllers/replicaset-controller.ts';
 import { Scheduler } from './controllers/scheduler.ts';
 import { StatefulSetController } from './controllers/statefulset-controller.ts';
 import { StorageController } from './controllers/storage-controller.ts';
+import { ServiceAccountTokenController } from './controllers/token-controller.ts';
 import { WorkQueue } from './controllers/work-queue.ts';
 import { ApiFaults } from './faults.ts';
 import { DeleteJournal } from './journal.ts';
@@ -66,7 +67,10 @@ export interface KubernetesSimOptions {
   port?: number;
   /** Bearer token clients must present. @default a random 32-hex-char token */
   token?: string;
-  /** Number of Ready worker nodes (`worker-1..N`). @default 3 */
+  /**
+   * Number of Ready worker nodes (`worker-1..N`); 0 starts an empty cluster whose Nodes clients
+   * register themselves (as kubelets do). @default 3
+   */
   nodes?: number;
   /** Time a simulated kubelet takes to start or stop a pod. @default 100 */
   kubeletDelayMs?: number;
@@ -174,6 +178,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
   new NamespaceController(ctx, cert.certPem);
   new EndpointsController(ctx);
   new StorageController(ctx);
+  const tokens = new ServiceAccountTokenController(ctx, cert.certPem, cert.keyPem);
   const nodes = new NodeController(ctx);
   const disruption = new DisruptionController(ctx);
 
@@ -201,7 +206,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
     watchCount: () => server?.watchCount() ?? 0,
     journal,
   });
-  server = new ApiServer({ api, store, faults, token, log, simControl, journal, serverAddress: () => address, admitEviction: (pod, dryRun) => disruption.admitEviction(pod, dryRun) });
+  server = new ApiServer({ api, store, faults, token, log, simControl, journal, serverAddress: () => address, admitEviction: (pod, dryRun) => disruption.admitEviction(pod, dryRun), authenticate: (t) => tokens.authenticate(t) });
   const apiServer = server;
   const snapshot = (): KubernetesSnapshot => ({
     store: store.snapshot(),
