@@ -149,6 +149,13 @@ function errorCode(err: unknown, depth = 0): string | undefined {
 }
 
 function statusOf(body: unknown): { reason?: string; message?: string } {
+  if (typeof body === 'string' && body.trimStart().startsWith('{')) {
+    try {
+      return statusOf(JSON.parse(body));
+    } catch {
+      // not JSON after all: the text below
+    }
+  }
   if (body !== null && typeof body === 'object') {
     const b = body as { reason?: unknown; message?: unknown };
     return {

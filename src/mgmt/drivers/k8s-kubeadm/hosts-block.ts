@@ -52,23 +52,25 @@ export function applyHostsBlock(text: string, entries: readonly HostsEntry[], dr
   const kept: string[] = [];
   let inBlock = false;
   let at = -1;
-  for (const l of lines) {
+  lines.forEach((l, i) => {
     if (l === HOSTS_BEGIN) {
-      inBlock = true;
+      // a BEGIN without its END (a hand edit) drops only the marker line
+      inBlock = lines.indexOf(HOSTS_END, i + 1) > i;
       if (at < 0) at = kept.length;
-      continue;
+      return;
     }
     if (inBlock) {
       if (l === HOSTS_END) inBlock = false;
-      continue;
+      return;
     }
+    if (l === HOSTS_END) return;
     const body = l.replace(/#.*/, '').trim();
     if (body !== '' && drop.size > 0) {
       const names = body.split(/\s+/).slice(1);
-      if (names.some((n) => drop.has(n))) continue;
+      if (names.some((n) => drop.has(n))) return;
     }
     kept.push(l);
-  }
+  });
   const block = renderHostsBlock(entries).replace(/\n$/, '').split('\n');
   if (at < 0) at = kept.length;
   return `${[...kept.slice(0, at), ...block, ...kept.slice(at)].join('\n')}\n`;

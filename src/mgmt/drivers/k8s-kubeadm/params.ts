@@ -159,7 +159,7 @@ function nodeParams(raw: unknown, where: string, problems: string[]): NodeParams
   const passphrase = typeof raw.passphrase === 'string' && raw.passphrase !== '' ? raw.passphrase : undefined;
   if (!sshCpName) problems.push(`${where}.ssh_cp_name is required`);
   if (!username) problems.push(`${where}.username is required`);
-  if (!password && !privateKey) problems.push(`${where}.password (or ${where}.private_key) is required`);
+  if (!password && !privateKey) problems.push(`${where}.password (or private_key) is required`);
   for (const k of ['aspect_id', 'vdu_id', 'nic_cp_name'] as const) {
     if (raw[k] !== undefined && !str(raw[k])) problems.push(`${where}.${k} must be a non-empty string`);
   }

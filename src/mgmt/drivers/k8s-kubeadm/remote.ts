@@ -388,7 +388,7 @@ export async function runInstall(h: Host, run: InstallRun): Promise<InstallRepor
   ];
   const lines: string[] = [];
   try {
-    await h.run(parts.join('; '), {
+    await h.run(parts.join(' && '), {
       timeoutMs: run.timeoutMs,
       label: `install script on ${h.name}`,
       maxOutputBytes: 4 * 1024 * 1024,
