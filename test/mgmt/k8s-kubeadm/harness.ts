@@ -5,7 +5,7 @@
 import assert from 'node:assert/strict';
 import { KubeadmMgmtDriver } from '../../../src/mgmt/drivers/k8s-kubeadm/driver.ts';
 import type { ClusterConnection } from '../../../src/mgmt/drivers/k8s-kubeadm/kube.ts';
-import type { LcmCommand } from '../../../src/model/lcm-command.ts';
+import type { HealCommand, LcmCommand } from '../../../src/model/lcm-command.ts';
 import type { VnfInstanceRecord } from '../../../src/model/vnf-instance.ts';
 import type { HookName, MgmtResult, MgmtTarget } from '../../../src/mgmt/mgmt-driver.ts';
 import { CtxWorld, FakeVims, makeCtx } from './fake-ctx.ts';
@@ -99,7 +99,7 @@ export function healTarget(v: VmSpec, role: 'masterNode' | 'workerNode', newReso
   return { vnfcInfoId: `vi-${v.id}`, vnfcResourceInfoId: v.id, vduId: role, change: 'heal', oldResourceId: v.resourceId, ...(newResourceId ? { newResourceId } : {}) };
 }
 
-export function healCommand(...ids: string[]): LcmCommand {
+export function healCommand(...ids: string[]): HealCommand {
   return { operation: 'HEAL', scope: 'vnfcs', vnfcInfoIds: ids, includeStorage: false, additionalParams: {} };
 }
 

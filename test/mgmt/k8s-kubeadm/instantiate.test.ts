@@ -48,7 +48,7 @@ describe('k8s-kubeadm instantiate_end (1 master, 2 workers)', () => {
     assert.equal(h.conns[0]?.server, 'https://10.0.0.11:6443');
     assert.equal(h.conns[1]?.token, h.cluster.kube.adminToken);
     assert.ok(h.cluster.kube.has('ServiceAccount', 'kube-system', 'admin'));
-    assert.equal(h.cluster.kube.obj('ClusterRoleBinding', undefined, 'admin')?.roleRef?.name, 'cluster-admin');
+    assert.equal((h.cluster.kube.obj('ClusterRoleBinding', undefined, 'admin')?.roleRef as { name?: string } | undefined)?.name, 'cluster-admin');
     assert.equal(h.cluster.kube.obj('Secret', 'kube-system', 'admin-token')?.type, 'kubernetes.io/service-account-token');
     // the VIM
     assert.equal(h.world.vims.vims.size, 1);

@@ -28,7 +28,7 @@ import type { KubeadmDriverConfig } from './config.ts';
 import { deleteNode, drainNode, isDeadNode, type OwnerKey, waitNodeReady, waitOwnersReady } from './drain.ts';
 import { findMember, leaderOf, type MemberHealth, memberIdHex, membersWithPeerIp } from './etcd.ts';
 import { allNodes, buildInventory, type ClusterNode, clusterAddress, findNode, floatingApiHost, type Inventory } from './inventory.ts';
-import { isNodeReady, type KubeApi, nodeRef } from './kube.ts';
+import { isNodeReady, type KubeApi, type KubeObject, nodeRef, readyCondition } from './kube.ts';
 import { type DrainParams, drainParamsOf, type EffectiveParams, effectiveInstallationParam, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
 import { checkAddition, checkRemoval, masterTargetsRefusal } from './quorum.ts';
 import {
@@ -379,10 +379,26 @@ async function removeVim(rc: RunContext, why: 'terminate' | 'heal'): Promise<Mgm
  * unreachable) = delete the Node at once; else cordon + PDB-respecting drain, then delete.
  */
 async function removeNode(rc: RunContext, api: KubeApi, node: ClusterNode, drain: DrainParams): Promise<{ status: 'gone' | 'dead' | 'drained'; owners: OwnerKey[] }> {
-  const n = await api.get(nodeRef(node.name));
+  let n = await api.get(nodeRef(node.name));
   if (!n) return { status: 'gone', owners: [] };
   const graceMs = rc.cfg.deadNodeGraceSeconds * 1000;
-  const dead = isDeadNode(n, rc.clock.now(), graceMs) || (!isNodeReady(n) && !(await rc.answers(node)));
+  // NotReady but answering SSH within the grace period: wait (bounded by the grace) for a verdict
+  let dead = false;
+  for (;;) {
+    if (isNodeReady(n)) break;
+    if (isDeadNode(n as KubeObject, rc.clock.now(), graceMs) || !(await rc.answers(node))) {
+      dead = true;
+      break;
+    }
+    rc.progressDetail('node-state', node.name, 'node not Ready: waiting for the grace period');
+    await rc.clock.sleep(rc.cfg.pollIntervalMs, rc.signal);
+    n = await api.get(nodeRef(node.name));
+    if (!n) return { status: 'gone', owners: [] };
+    if (!isNodeReady(n) && readyCondition(n).since === undefined) {
+      dead = true;
+      break;
+    }
+  }
   if (dead) {
     rc.progress('delete-node', node.name, 'node is not ready: deleting the Node without a drain');
     await deleteNode(api, node.name);
@@ -469,35 +485,47 @@ async function joinMaterial(rc: RunContext, master: Host, controlPlane: boolean)
   return { token, caHash, certificateKey };
 }
 
-/** A Node registered under the name but not Ready (the VM it stood for is gone) is deleted first. */
-async function dropStaleNode(rc: RunContext, api: KubeApi, name: string): Promise<boolean> {
+/** Marker files kubeadm writes on a node that joined (worker) or joined the control plane. */
+const KUBELET_CONF = '/etc/kubernetes/kubelet.conf';
+
+/**
+ * Check first: whether the VM already joined (its kubeadm file exists) and its Node is Ready. A
+ * Node of that name that the VM does not back (the replaced VM's) is deleted before the join
+ * (kubeadm refuses to join over a Ready Node of the same name).
+ */
+async function joinState(rc: RunContext, api: KubeApi, h: Host, name: string, marker: string): Promise<{ vmJoined: boolean; ready: boolean }> {
+  const vmJoined = await h.exists(marker);
   const n = await api.get(nodeRef(name));
-  if (!n) return false;
-  if (isNodeReady(n)) return true;
-  await deleteNode(api, name);
-  rc.info(`stale Node ${name} (not Ready) deleted before the join`);
-  return false;
+  if (n && !vmJoined) {
+    await deleteNode(api, name);
+    rc.info(`stale Node ${name} (not backed by the new VM) deleted before the join`);
+    return { vmJoined, ready: false };
+  }
+  return { vmJoined, ready: isNodeReady(n) };
 }
 
 async function joinWorker(rc: RunContext, api: KubeApi, node: ClusterNode, j: JoinContext & { master: Host }): Promise<{ skipped: boolean }> {
-  if (await dropStaleNode(rc, api, node.name)) return { skipped: true };
   const h = await rc.host(node, true);
-  const m = await joinMaterial(rc, j.master, false);
-  rc.progress('join-worker', node.name, 'kubeadm join');
-  await runInstall(h, {
-    script: j.script,
-    remotePath: rc.cfg.installScriptRemotePath,
-    args: ['-w', node.nicIp, '-i', j.clusterIp],
-    secrets: { token: m.token, caHash: m.caHash },
-    env: j.env,
-    timeoutMs: rc.cfg.installTimeoutMs,
-    onLine: (l) => {
-      if (!isSensitiveOutput(l)) rc.progressDetail('join-worker', node.name, l);
-    },
-  });
+  const st = await joinState(rc, api, h, node.name, KUBELET_CONF);
+  if (st.vmJoined && st.ready) return { skipped: true };
+  if (!st.vmJoined) {
+    const m = await joinMaterial(rc, j.master, false);
+    rc.progress('join-worker', node.name, 'kubeadm join');
+    await runInstall(h, {
+      script: j.script,
+      remotePath: rc.cfg.installScriptRemotePath,
+      args: ['-w', node.nicIp, '-i', j.clusterIp],
+      secrets: { token: m.token, caHash: m.caHash },
+      env: j.env,
+      timeoutMs: rc.cfg.installTimeoutMs,
+      onLine: (l) => {
+        if (!isSensitiveOutput(l)) rc.progressDetail('join-worker', node.name, l);
+      },
+    });
+  }
   rc.progress('wait-ready', node.name);
   await waitNodeReady(api, node.name, { timeoutMs: rc.cfg.nodeReadyTimeoutMs, pollMs: rc.cfg.pollIntervalMs, clock: rc.clock, signal: rc.signal });
-  return { skipped: false };
+  return { skipped: st.vmJoined };
 }
 
 /** Polls the member list and health until every member is healthy (bounded); returns the last view. */
@@ -554,12 +582,14 @@ async function waitControlPlane(rc: RunContext, api: KubeApi, peer: Host, node: 
  * before the join, install, wait for the control plane. Returns the member id (hex).
  */
 async function joinMaster(rc: RunContext, api: KubeApi, node: ClusterNode, j: JoinContext & { peer: Host; mastersCsv: string; survivors?: readonly ClusterNode[] }): Promise<{ skipped: boolean; memberId?: string }> {
-  const members0 = await etcdMembers(j.peer);
-  const existing = findMember(members0, node.name, node.nicIp);
-  if ((await dropStaleNode(rc, api, node.name)) && existing && !existing.isLearner && existing.clientUrls.length > 0) {
-    return { skipped: true, memberId: memberIdHex(existing.id) };
-  }
   const h = await rc.host(node, true);
+  const staticPods = await hasStaticPods(api, j.survivors ?? j.inv.masters.filter((m) => m.name !== node.name));
+  const st = await joinState(rc, api, h, node.name, ADMIN_CONF);
+  if (st.vmJoined) {
+    // joined before (a retry): wait for the control plane instead of installing again
+    rc.progress('wait-control-plane', node.name);
+    return { skipped: true, memberId: await waitControlPlane(rc, api, j.peer, node, staticPods) };
+  }
   // stale members holding the node's peer URL (kubeadm#2095: "Peer URLs already exists")
   let view = await waitEtcdHealthy(rc, j.peer, rc.cfg.etcdWaitTimeoutMs);
   for (const stale of membersWithPeerIp(view.members, node.nicIp)) {
@@ -572,7 +602,6 @@ async function joinMaster(rc: RunContext, api: KubeApi, node: ClusterNode, j: Jo
   }
   const gate = checkAddition(view.withHealth);
   if (!gate.ok) throw terminalError('VNFM_ERR_MGMT_REFUSED', gate.message);
-  const staticPods = await hasStaticPods(api, j.survivors ?? j.inv.masters.filter((m) => m.name !== node.name));
   const m = await joinMaterial(rc, j.peer, true);
   rc.progress('join-master', node.name, 'kubeadm join --control-plane');
   await runInstall(h, {
