@@ -307,6 +307,8 @@ export class FakeCluster {
         for (const line of f.split('\n')) {
           const a = /^(\w+)=(.*)$/.exec(line);
           if (a) vars[a[1] as string] = words(a[2] as string, {})[0] ?? '';
+          const x = /^export ((?:\w+ ?)+)$/.exec(line);
+          if (x) for (const n of (x[1] as string).trim().split(' ')) env[n] = vars[n] ?? '';
         }
       } else if ((m = /^rm -f '([^']+)'$/.exec(part))) vm.files.delete(m[1] as string);
       else if ((m = /^export (\w+)=(.*)$/.exec(part))) env[m[1] as string] = words(m[2] as string, {})[0] ?? '';
@@ -317,9 +319,9 @@ export class FakeCluster {
       const i = args.indexOf(f);
       return i >= 0 ? args[i + 1] : undefined;
     };
-    const token = opt('-t');
-    const hash = opt('-s');
-    const key = opt('-k');
+    const token = opt('-t') ?? env.HEALVNFM_TOKEN;
+    const hash = opt('-s') ?? env.HEALVNFM_CA_HASH;
+    const key = opt('-k') ?? env.HEALVNFM_CERT_KEY;
     const out: string[] = ['Installing Kubernetes...', '[preflight] Running pre-flight checks'];
     if (opt('-w')) {
       const ip = opt('-w') as string;

@@ -50,6 +50,8 @@ export class CtxWorld {
   crashAfterStep: string | undefined;
   /** Throw after this step's work but before it is recorded (a crash inside the step). */
   crashBeforeRecord: string | undefined;
+  /** The install script of the package. */
+  scriptText = '#!/bin/bash\necho install\n';
   constructor(readonly vims: FakeVims) {}
   journal(opId: string): Map<string, unknown> {
     let j = this.journals.get(opId);
@@ -96,7 +98,7 @@ export function makeCtx(world: CtxWorld, s: CtxSpec): MgmtContext {
     vim: undefined,
     grantRequest: null,
     grant: null,
-    files: async () => new Map([[SCRIPT, Buffer.from('#!/bin/bash\necho install\n')]]),
+    files: async () => new Map([[SCRIPT, Buffer.from(world.scriptText)]]),
     state,
     checkpoint: async () => undefined,
     signal: new AbortController().signal,

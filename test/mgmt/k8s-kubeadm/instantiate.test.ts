@@ -42,7 +42,7 @@ describe('k8s-kubeadm instantiate_end (1 master, 2 workers)', () => {
       h.cluster.installs.map((i) => i.env.ha_flag),
       ['False', 'False', 'False'],
     );
-    for (const c of h.cluster.lines(/install_k8s_cluster/)) assert.match(c, /-t "\$HVK_TOKEN" -s "\$HVK_CA_HASH"$|'-a' '10\.199\.187\.0\/24'$/);
+    for (const c of h.cluster.lines(/install_k8s_cluster/)) assert.match(c, /-t "\$HEALVNFM_TOKEN" -s "\$HEALVNFM_CA_HASH"$|'-a' '10\.199\.187\.0\/24'$/);
     // the API: bootstrap with admin.conf, then the ServiceAccount token
     assert.equal(h.conns[0]?.kubeconfig !== undefined, true);
     assert.equal(h.conns[0]?.server, 'https://10.0.0.11:6443');
@@ -97,6 +97,9 @@ describe('k8s-kubeadm instantiate_end (1 master, 2 workers)', () => {
     assert.equal(h.cluster.installs.length, installs, 'no install ran again');
     assert.equal(h.world.vims.vims.size, 1);
     assert.equal(Object.values(r?.vimConnectionInfo?.add ?? {})[0]?.vimId, 'vim-1');
+    // the same entry id whatever run produced it: the engine adds one entry only
+    assert.deepEqual(Object.keys(r?.vimConnectionInfo?.add ?? {}), Object.keys(again?.vimConnectionInfo?.add ?? {}));
+    assert.match(Object.keys(r?.vimConnectionInfo?.add ?? {})[0] ?? '', /^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
   });
 
   it('refuses colliding node names before touching anything', async () => {
@@ -132,6 +135,24 @@ describe('k8s-kubeadm instantiate_end (3 masters, HA)', () => {
     for (const name of ['master11', 'master12', 'master13']) assert.equal(meta.nodes[name]?.etcdMemberId, h.cluster.memberNamed(name)?.id.toString(16));
     assert.equal(h.world.vims.vims.get('vim-1')?.authUrl, 'https://10.0.0.100:16443');
     assert.equal(meta.clusterIp, '10.0.0.100');
+    assertNoSecrets(h);
+  });
+});
+
+describe('k8s-kubeadm install script secrets', () => {
+  it('a script that reads HEALVNFM_TOKEN gets the token and certificate key only through its environment', async () => {
+    const h = harness([m(11), m(12), m(13)], [w(21)]);
+    h.world.scriptText = '#!/bin/bash\n: "${HEALVNFM_TOKEN:=}"\n';
+    await h.instantiate();
+    const joins = h.cluster.installs.filter((i) => i.host !== '10.0.0.11');
+    assert.equal(joins.length, 3);
+    for (const j of joins) {
+      assert.ok(!j.args.includes('-t') && !j.args.includes('-k'), `no secret argument: ${j.args.join(' ')}`);
+      assert.ok(j.args.includes('-s'), 'the CA hash (public) stays an argument');
+      assert.ok(h.cluster.joinTokens.includes(j.env.HEALVNFM_TOKEN as string));
+    }
+    assert.ok(h.cluster.certKeys.includes(joins[0]?.env.HEALVNFM_CERT_KEY as string));
+    assert.equal(h.cluster.members.length, 3);
     assertNoSecrets(h);
   });
 });

@@ -20,7 +20,7 @@
  * - whole heal: heal_start = delete the VIM and its entry; heal_end = instantiate_end with the
  *   stored instantiate parameters (and the request's overrides).
  */
-import { randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { terminalError, vnfmError } from '../../../errors.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
@@ -117,7 +117,8 @@ export async function runKubeadmHook(rc: RunContext, eff: EffectiveParams): Prom
     default:
       return undefined;
   }
-  if (result && eff.persist && ctx.hook.endsWith('_end')) {
+  // credential overrides that worked: persisted by the engine only if the whole operation completes
+  if (result && eff.persist && ctx.hook !== 'terminate_end') {
     result.instantiateParams = eff.persist;
     const k = result.vnfInfoMetadata?.k8sCluster as K8sClusterMeta | null | undefined;
     if (k) k.credentialsVersion = ctx.opOcc.id;
@@ -345,7 +346,15 @@ async function registerVim(rc: RunContext): Promise<{ vimId: string; entryId: st
     extra: { ...(st.tlsServerName ? { tls_server_name: st.tlsServerName } : {}) },
   });
   rc.info(`Kubernetes VIM ${rc.params.vimName} ${r.created ? 'registered' : 'already registered'} (${r.id})`);
-  return { vimId: r.id, entryId: randomUUID(), created: r.created };
+  // one entry per VIM: the instance's own entry for it when there is one, else an id derived from the VIM's
+  const existing = Object.entries(rc.ctx.instance.vimConnectionInfo ?? {}).find(([, v]) => v.vimId === r.id)?.[0];
+  return { vimId: r.id, entryId: existing ?? entryIdFor(rc.ctx.instance.id, r.id), created: r.created };
+}
+
+/** A stable UUID-shaped vimConnectionInfo id for (instance, VIM): a replayed registration adds no second entry. */
+export function entryIdFor(instanceId: string, vimId: string): string {
+  const h = createHash('sha256').update(`k8s-kubeadm|${instanceId}|${vimId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((Number.parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 // ================================================================== terminate_end / whole heal_start

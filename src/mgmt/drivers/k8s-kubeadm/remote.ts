@@ -361,24 +361,40 @@ export interface InstallRun {
   onLine?: (line: string) => void;
 }
 
+/** Environment variables a secret-aware install script reads instead of `-t` / `-k`. */
+export const SECRET_ENV = { token: 'HEALVNFM_TOKEN', caHash: 'HEALVNFM_CA_HASH', certificateKey: 'HEALVNFM_CERT_KEY' } as const;
+
+/** Whether a script reads the join secrets from the environment (it names {@link SECRET_ENV}`.token`). */
+export function scriptReadsSecretEnv(script: Buffer | string): boolean {
+  return (typeof script === 'string' ? script : script.toString('utf8')).includes(SECRET_ENV.token);
+}
+
 /**
  * Uploads and runs the install script as the login user (it uses sudo itself, as Tacker's does).
- * The token / CA hash / certificate key are written to a 0600 file, sourced (shell variables, not
- * exported) and removed before the script starts; the command line only names the variables.
+ * The token / CA hash / certificate key are written to a 0600 file that the command sources and
+ * removes before the script starts, so the command line only names variables. A script that reads
+ * `HEALVNFM_TOKEN` / `HEALVNFM_CERT_KEY` from its environment gets them exported instead of as
+ * `-t` / `-k` arguments (then no secret is in any process's arguments); Tacker's script takes them
+ * as arguments, visible in the process list while it runs.
  */
 export async function runInstall(h: Host, run: InstallRun): Promise<InstallReport> {
   await h.session.upload(run.remotePath, run.script, { mode: 0o700 });
   const secretFile = h.tempPath('.healvnfm-join');
+  const viaEnv = scriptReadsSecretEnv(run.script);
   const assignments: string[] = [];
+  const exported: string[] = [];
   const flags: string[] = [];
-  const put = (flag: string, v: string | undefined, varName: string) => {
+  const put = (flag: string, v: string | undefined, key: keyof typeof SECRET_ENV, isSecret: boolean) => {
     if (v === undefined) return;
-    assignments.push(`${varName}=${shq(v)}`);
-    flags.push(`${flag} "$${varName}"`);
+    const name = SECRET_ENV[key];
+    assignments.push(`${name}=${shq(v)}`);
+    if (viaEnv) exported.push(name);
+    if (!viaEnv || !isSecret) flags.push(`${flag} "$${name}"`);
   };
-  put('-t', run.secrets.token, 'HVK_TOKEN');
-  put('-s', run.secrets.caHash, 'HVK_CA_HASH');
-  put('-k', run.secrets.certificateKey, 'HVK_CERT_KEY');
+  put('-t', run.secrets.token, 'token', true);
+  put('-s', run.secrets.caHash, 'caHash', false);
+  put('-k', run.secrets.certificateKey, 'certificateKey', true);
+  if (exported.length > 0) assignments.push(`export ${exported.join(' ')}`);
   if (assignments.length > 0) await h.session.upload(secretFile, `${assignments.join('\n')}\n`, { mode: 0o600 });
   const exports = Object.entries(run.env).map(([k, v]) => `export ${k}=${shq(v)}`);
   const parts = [
