@@ -146,9 +146,10 @@ export class FakeCluster {
       rec.learned = fp;
       await o.hostKey?.learn?.(fp);
     }
-    const session: SshSession = {
+    const session: SshSession & { closed: boolean } = {
       host: target.host,
       hostKeyFingerprint: fp,
+      closed: false,
       exec: async (cmd, eo = {}) => this.exec(vm, cmd, eo),
       run: async (cmd, eo = {}) => {
         const r = await this.exec(vm, cmd, eo);
@@ -167,7 +168,9 @@ export class FakeCluster {
         if (f === undefined) throw vnfmError('VNFM_ERR_MGMT_COMMAND', `${vm.ip}: cat ${path}: No such file or directory`);
         return Buffer.from(f);
       },
-      close: () => undefined,
+      close: () => {
+        session.closed = true;
+      },
     };
     return session;
   };
