@@ -103,6 +103,8 @@ export class FakeCluster {
   private nextMemberId = 0xa1b2c3d4e5f60718n;
   /** Throw a crash (not a VnfmError) when a command matching this runs. */
   crashOn: RegExp | undefined;
+  /** Install runs on these hosts fail, echoing the join command (with its token) as kubeadm does. */
+  readonly failInstallOn = new Set<string>();
 
   constructor(
     readonly clusterIp: string,
@@ -326,6 +328,9 @@ export class FakeCluster {
     const hash = opt('-s') ?? env.HEALVNFM_CA_HASH;
     const key = opt('-k') ?? env.HEALVNFM_CERT_KEY;
     const out: string[] = ['Installing Kubernetes...', '[preflight] Running pre-flight checks'];
+    if (this.failInstallOn.has(vm.ip)) {
+      return fail(1, `[kubeadm] running: kubeadm join ${this.clusterIp}:6443 --token ${token} --discovery-token-ca-cert-hash sha256:${hash}\nerror execution phase preflight: couldn't validate the identity of the API Server`);
+    }
     if (opt('-w')) {
       const ip = opt('-w') as string;
       if (!token || !this.joinTokens.includes(token) || hash !== this.caHash) return fail(255, 'error execution phase preflight: couldn\'t validate the identity of the API Server');
@@ -355,6 +360,7 @@ export class FakeCluster {
       this.joinTokens.push(t);
       this.certKeys.push(k);
       const server = `https://${this.clusterIp}:${this.ha ? 16443 : 6443}`;
+      out.push(`[upload-certs] Using certificate key:`, k, `[bootstrap-token] Using token: ${t}`);
       out.push(`token:${t}`, `server:${server}`, ...this.caPem.trim().split('\n'), `ssl_ca_cert_hash:${this.caHash}`, `certificate_key:${k}`);
       out.push(`HEALVNFM-RESULT ${JSON.stringify({ role: 'master', node: name, joined: true, token: t, server, caHash: this.caHash, certificateKey: k, caCert: this.caPem })}`);
       return ok(`${out.join('\n')}\n`);

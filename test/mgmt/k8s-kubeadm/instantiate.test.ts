@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { parseHostsBlock } from '../../../src/mgmt/drivers/k8s-kubeadm/hosts-block.ts';
+import { isSensitiveOutput, secretsIn } from '../../../src/mgmt/drivers/k8s-kubeadm/remote.ts';
 import type { K8sClusterMeta } from '../../../src/mgmt/drivers/k8s-kubeadm/hooks.ts';
 import type { KubeadmInstanceState } from '../../../src/mgmt/drivers/k8s-kubeadm/run-context.ts';
 import { assertNoSecrets, harness, m, w } from './harness.ts';
@@ -154,6 +155,28 @@ describe('k8s-kubeadm install script secrets', () => {
     assert.ok(h.cluster.certKeys.includes(joins[0]?.env.HEALVNFM_CERT_KEY as string));
     assert.equal(h.cluster.members.length, 3);
     assertNoSecrets(h);
+  });
+});
+
+describe('k8s-kubeadm secrets in failures and output', () => {
+  it('a failed join echoing its token fails with the token masked; kubeadm-shaped tokens and keys never reach progress', async () => {
+    const h = harness([m(11)], [w(21)]);
+    h.cluster.failInstallOn.add('10.0.0.21');
+    await assert.rejects(h.instantiate(), (e: Error & { code?: string }) => {
+      assert.equal(e.code, 'VNFM_ERR_MGMT_COMMAND');
+      assert.match(e.message, /--token \*\*\*/);
+      assert.ok(!h.cluster.joinTokens.some((t) => e.message.includes(t)));
+      return true;
+    });
+    assertNoSecrets(h);
+  });
+
+  it('recognises secret-looking install output', () => {
+    assert.ok(isSensitiveOutput('[bootstrap-token] Using token: abcdef.0123456789abcdef'));
+    assert.ok(isSensitiveOutput('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'));
+    assert.ok(isSensitiveOutput('HEALVNFM-RESULT {"role":"master"}'));
+    assert.ok(!isSensitiveOutput('[preflight] Running pre-flight checks'));
+    assert.deepEqual(secretsIn('kubeadm join x --token abcdef.0123456789abcdef --x'), ['abcdef.0123456789abcdef']);
   });
 });
 

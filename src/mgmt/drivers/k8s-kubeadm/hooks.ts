@@ -289,7 +289,8 @@ async function instantiateEnd(rc: RunContext): Promise<MgmtResult> {
       secrets: {},
       env,
       timeoutMs: rc.cfg.installTimeoutMs,
-      onLine: (l) => {
+      onSecret: (x) => rc.secret(x),
+    onLine: (l) => {
         if (!isSensitiveOutput(l)) rc.progressDetail('install-master', main.name, l);
       },
     });
@@ -527,7 +528,8 @@ async function joinWorker(rc: RunContext, api: KubeApi, node: ClusterNode, j: Jo
       secrets: { token: m.token, caHash: m.caHash },
       env: j.env,
       timeoutMs: rc.cfg.installTimeoutMs,
-      onLine: (l) => {
+      onSecret: (x) => rc.secret(x),
+    onLine: (l) => {
         if (!isSensitiveOutput(l)) rc.progressDetail('join-worker', node.name, l);
       },
     });
@@ -620,6 +622,7 @@ async function joinMaster(rc: RunContext, api: KubeApi, node: ClusterNode, j: Jo
     secrets: { token: m.token, caHash: m.caHash, ...(m.certificateKey ? { certificateKey: m.certificateKey } : {}) },
     env: j.env,
     timeoutMs: rc.cfg.installTimeoutMs,
+    onSecret: (x) => rc.secret(x),
     onLine: (l) => {
       if (!isSensitiveOutput(l)) rc.progressDetail('join-master', node.name, l);
     },

@@ -341,9 +341,17 @@ export function parseInstallOutput(lines: readonly string[]): InstallReport {
   return out;
 }
 
+/** Bootstrap tokens and certificate keys as kubeadm prints them. */
+const SECRET_SHAPES = [/\b[a-z0-9]{6}\.[a-z0-9]{16}\b/g, /\b[0-9a-f]{64}\b/g];
+
 /** Lines of install output that carry secrets or key material (never shown as progress). */
 export function isSensitiveOutput(line: string): boolean {
-  return /HEALVNFM-RESULT|^\s*(token|certificate_key|ssl_ca_cert_hash)\s*:|CERTIFICATE|--token|--certificate-key|--discovery-token/i.test(line);
+  return /HEALVNFM-RESULT|token|certificate[ _-]?key|ssl_ca_cert_hash|CERTIFICATE/i.test(line) || SECRET_SHAPES.some((re) => new RegExp(re.source).test(line));
+}
+
+/** Token- and key-shaped strings of an output line (to redact them from anything shown later). */
+export function secretsIn(line: string): string[] {
+  return SECRET_SHAPES.flatMap((re) => [...line.matchAll(new RegExp(re.source, 'g'))].map((m) => m[0]));
 }
 
 /** One run of the install script. */
@@ -359,6 +367,8 @@ export interface InstallRun {
   timeoutMs: number;
   /** Every output line, for the caller's progress (the caller filters sensitive ones). */
   onLine?: (line: string) => void;
+  /** Told of every token- or key-shaped string the script prints, as soon as it does. */
+  onSecret?: (secret: string) => void;
 }
 
 /** Environment variables a secret-aware install script reads instead of `-t` / `-k`. */
@@ -409,6 +419,7 @@ export async function runInstall(h: Host, run: InstallRun): Promise<InstallRepor
       label: `install script on ${h.name}`,
       maxOutputBytes: 4 * 1024 * 1024,
       onOutput: (line) => {
+        for (const x of secretsIn(line)) run.onSecret?.(x);
         lines.push(line);
         if (lines.length > 20_000) lines.splice(0, lines.length - 10_000);
         run.onLine?.(line);
