@@ -20,6 +20,7 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
   ApiException,
+  CoreV1Api,
   createConfiguration,
   KubeConfig,
   type KubernetesObject,
@@ -100,6 +101,12 @@ export interface WatchHandle {
   stop(): void;
 }
 
+/**
+ * Outcome of a pod eviction: accepted, the pod did not exist, or refused for now because a
+ * PodDisruptionBudget allows no disruption (HTTP 429; `message` is Kubernetes' explanation).
+ */
+export type EvictionOutcome = { outcome: 'evicted' } | { outcome: 'gone' } | { outcome: 'blocked'; message: string };
+
 /** Result of a list call. */
 export interface KubeList {
   items: KubeObject[];
@@ -142,6 +149,13 @@ function errorCode(err: unknown, depth = 0): string | undefined {
 }
 
 function statusOf(body: unknown): { reason?: string; message?: string } {
+  if (typeof body === 'string' && body.trimStart().startsWith('{')) {
+    try {
+      return statusOf(JSON.parse(body));
+    } catch {
+      // not JSON after all: the text below
+    }
+  }
   if (body !== null && typeof body === 'object') {
     const b = body as { reason?: unknown; message?: unknown };
     return {
@@ -172,6 +186,7 @@ function pemToCaData(pem: string): string {
 /** Kubernetes API client of one VIM. */
 export class KubeClient {
   private readonly api: PlainObjectApi;
+  private readonly core: CoreV1Api;
   private readonly watcher: Watch;
   private readonly attempts: number;
   private readonly baseDelayMs: number;
@@ -208,6 +223,7 @@ export class KubeClient {
       ],
     });
     this.api = new PlainObjectApi(config);
+    this.core = new CoreV1Api(config);
     this.watcher = new Watch(kc);
   }
 
@@ -269,7 +285,7 @@ export class KubeClient {
    * Runs `fn`, retrying transient failures (a `Retry-After` raises the delay, within
    * `maxDelayMs`); maps every failure to a {@link KubeApiError}.
    */
-  private async call<T>(op: string, fn: () => Promise<T>): Promise<T> {
+  private async call<T>(op: string, fn: () => Promise<T>, noRetry?: ReadonlySet<number>): Promise<T> {
     const signal = this.boundSignal;
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw this.cancelled(op, signal.reason);
@@ -280,7 +296,7 @@ export class KubeClient {
         if (signal?.aborted) throw this.cancelled(op, e);
         err = this.toError(op, e, attempt);
       }
-      if (!err.retryable || attempt >= this.attempts) throw err;
+      if (!err.retryable || attempt >= this.attempts || (err.status !== undefined && noRetry?.has(err.status))) throw err;
       const delayMs = Math.max(this.delay(attempt), Math.min(this.maxDelayMs, err.retryAfterMs ?? 0));
       this.onRetry?.({ op, attempt, delayMs, reason: err.status === undefined ? (errorCode(err.cause) ?? 'connection') : String(err.status) });
       try {
@@ -359,6 +375,28 @@ export class KubeClient {
       return 'deleted';
     } catch (e) {
       if (KubeApiError.isStatus(e, 404)) return 'gone';
+      throw e;
+    }
+  }
+
+  /**
+   * Evicts a pod through the Eviction API (`POST .../pods/<name>/eviction`, policy/v1), which
+   * honours PodDisruptionBudgets. A 429 (a budget allows no disruption now) is not retried here:
+   * it is returned as `blocked` and the caller decides when to try again.
+   */
+  async evict(pod: { name: string; namespace: string }, opts: { gracePeriodSeconds?: number } = {}): Promise<EvictionOutcome> {
+    const body = {
+      apiVersion: 'policy/v1',
+      kind: 'Eviction',
+      metadata: { name: pod.name, namespace: pod.namespace },
+      ...(opts.gracePeriodSeconds === undefined ? {} : { deleteOptions: { gracePeriodSeconds: opts.gracePeriodSeconds } }),
+    };
+    try {
+      await this.call(`evict Pod ${pod.namespace}/${pod.name}`, () => this.core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }), new Set([429]));
+      return { outcome: 'evicted' };
+    } catch (e) {
+      if (KubeApiError.isStatus(e, 404)) return { outcome: 'gone' };
+      if (KubeApiError.isStatus(e, 429)) return { outcome: 'blocked', message: e.message };
       throw e;
     }
   }

@@ -1,0 +1,435 @@
+/**
+ * Host-bound actions on a cluster node over SSH: files written in place, HAProxy edits validated
+ * before any reload, the HAProxy runtime API, kubeadm join material, etcdctl, and the install
+ * script. Secrets never go on a command line: the SSH password reaches sudo on stdin (the
+ * executor's job), file contents go on stdin, and the join token / certificate key reach the
+ * install script through a 0600 file that the command sources and removes first.
+ */
+import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { isVnfmError, vnfmError } from '../../../errors.ts';
+import type { ExecOptions, ExecResult, SshSession } from '../../ssh/ssh-executor.ts';
+import { etcdCommands, type EtcdEndpointHealth, type EtcdEndpointStatus, type EtcdMember, isMemberNotFound, memberHealth, type MemberHealth, parseEndpointHealth, parseEndpointStatus, parseMemberList } from './etcd.ts';
+import { addServer, adminSocketPath, listServers, parseServersState, removeServer, runtime, type ServerState } from './haproxy.ts';
+import { applyHostsBlock, type HostsEntry } from './hosts-block.ts';
+
+/** A string quoted for a POSIX shell. */
+export function shq(s: string): string {
+  return `'${s.replace(/'/g, `'\\''`)}'`;
+}
+
+/** Options every command of a host gets. */
+export interface HostOptions {
+  /** Node name (messages). */
+  name: string;
+  commandTimeoutMs: number;
+  signal?: AbortSignal;
+}
+
+/** A node reached over SSH. */
+export class Host {
+  constructor(
+    readonly session: SshSession,
+    readonly o: HostOptions,
+  ) {}
+
+  get name(): string {
+    return this.o.name;
+  }
+
+  private opts(extra: ExecOptions = {}): ExecOptions {
+    return { timeoutMs: this.o.commandTimeoutMs, ...(this.o.signal ? { signal: this.o.signal } : {}), ...extra };
+  }
+
+  /** Runs a command; non-zero exit = VNFM_ERR_MGMT_COMMAND. */
+  run(cmd: string, extra: ExecOptions & { label?: string } = {}): Promise<ExecResult> {
+    return this.session.run(cmd, this.opts(extra));
+  }
+
+  /** Runs a command whatever its exit status. */
+  exec(cmd: string, extra: ExecOptions = {}): Promise<ExecResult> {
+    return this.session.exec(cmd, this.opts(extra));
+  }
+
+  sudo(cmd: string, extra: ExecOptions & { label?: string } = {}): Promise<ExecResult> {
+    return this.run(cmd, { ...extra, sudo: true });
+  }
+
+  async read(path: string, sudo = true): Promise<string> {
+    return (await this.session.download(path, { sudo })).toString('utf8');
+  }
+
+  /** Writes a root-owned file in place (`cat >`: same inode, works on bind-mounted files). */
+  async writeInPlace(path: string, content: string, label?: string): Promise<void> {
+    await this.sudo(`cat > ${shq(path)}`, { stdin: content, label: label ?? `write ${path}` });
+  }
+
+  /** A fresh private temp path under /tmp. */
+  tempPath(prefix: string): string {
+    return `/tmp/${prefix}-${randomBytes(6).toString('hex')}`;
+  }
+
+  async exists(path: string, sudo = true): Promise<boolean> {
+    const r = await this.exec(`test -e ${shq(path)}`, { sudo });
+    return r.code === 0;
+  }
+
+  /** Whether a program is on the PATH. */
+  async has(program: string): Promise<boolean> {
+    const r = await this.exec(`command -v ${shq(program)}`);
+    return r.code === 0 && r.stdout.trim() !== '';
+  }
+}
+
+// ---------------------------------------------------------------- /etc/hosts
+
+/** Rewrites the marked block of the hosts file; returns whether the content changed. */
+export async function updateHostsBlock(h: Host, path: string, entries: readonly HostsEntry[], dropNames: readonly string[] = []): Promise<boolean> {
+  const current = await h.read(path, false);
+  const next = applyHostsBlock(current, entries, dropNames);
+  if (next === current) return false;
+  await h.writeInPlace(path, next, `write ${path} block`);
+  return true;
+}
+
+// ---------------------------------------------------------------- kubeadm join material
+
+/** `kubeadm token create` (sudo): the new bootstrap token. */
+export async function createJoinToken(h: Host, ttl = '1h'): Promise<string> {
+  const r = await h.sudo(`kubeadm token create --ttl ${ttl}`, { label: 'kubeadm token create' });
+  const m = /\b([a-z0-9]{6}\.[a-z0-9]{16})\b/.exec(r.stdout);
+  const line = r.stdout.split('\n').map((l) => l.trim()).find((l) => l !== '');
+  const token = m?.[1] ?? line;
+  if (!token) throw vnfmError('VNFM_ERR_MGMT_COMMAND', `kubeadm token create on ${h.name} printed no token`);
+  return token;
+}
+
+/** `kubeadm init phase upload-certs --upload-certs` (sudo): the certificate key (last line). */
+export async function uploadCerts(h: Host): Promise<string> {
+  const r = await h.sudo('kubeadm init phase upload-certs --upload-certs', { label: 'kubeadm init phase upload-certs' });
+  const lines = r.stdout.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const key = [...lines].reverse().find((l) => /^[0-9a-f]{64}$/.test(l)) ?? lines[lines.length - 1];
+  if (!key) throw vnfmError('VNFM_ERR_MGMT_COMMAND', `kubeadm init phase upload-certs on ${h.name} printed no certificate key`);
+  return key;
+}
+
+/** SHA-256 of the DER SubjectPublicKeyInfo of a CA certificate, as `--discovery-token-ca-cert-hash` wants it (hex). */
+export function caCertHash(pem: string): string {
+  const der = new X509Certificate(pem).publicKey.export({ type: 'spki', format: 'der' });
+  return createHash('sha256').update(der).digest('hex');
+}
+
+/** The cluster CA of a master (`/etc/kubernetes/pki/ca.crt`) and its hash. */
+export async function clusterCa(h: Host): Promise<{ caCert: string; caHash: string }> {
+  const caCert = (await h.read('/etc/kubernetes/pki/ca.crt', true)).trim();
+  try {
+    return { caCert: `${caCert}\n`, caHash: caCertHash(caCert) };
+  } catch (e) {
+    throw vnfmError('VNFM_ERR_MGMT_COMMAND', `the cluster CA certificate on ${h.name} does not parse: ${(e as Error).message}`);
+  }
+}
+
+// ---------------------------------------------------------------- etcd
+
+/** The member list and per-member health, read on one master. */
+export interface EtcdView {
+  members: EtcdMember[];
+  status: EtcdEndpointStatus[];
+  health: EtcdEndpointHealth[];
+  withHealth: MemberHealth[];
+}
+
+export async function etcdMembers(h: Host): Promise<EtcdMember[]> {
+  const r = await h.sudo(etcdCommands.memberList(), { label: 'etcdctl member list' });
+  return parseMemberList(r.stdout);
+}
+
+/** Members and their health (`endpoint status` / `endpoint health` over the cluster, 3 s each). */
+export async function etcdView(h: Host, maxLag: number): Promise<EtcdView> {
+  const members = await etcdMembers(h);
+  // --cluster probes exit non-zero when an endpoint does not answer; their JSON still lists the others
+  const st = await h.exec(etcdCommands.endpointStatus(), { sudo: true });
+  const he = await h.exec(etcdCommands.endpointHealth(), { sudo: true });
+  let status: EtcdEndpointStatus[] = [];
+  let health: EtcdEndpointHealth[] = [];
+  try {
+    status = parseEndpointStatus(st.stdout);
+  } catch {
+    status = [];
+  }
+  try {
+    health = parseEndpointHealth(he.stdout);
+  } catch {
+    health = [];
+  }
+  return { members, status, health, withHealth: memberHealth(members, status, health, maxLag) };
+}
+
+/** `member remove`; false when the member was already gone. */
+export async function etcdRemoveMember(h: Host, id: string): Promise<boolean> {
+  const r = await h.exec(etcdCommands.memberRemove(id), { sudo: true });
+  if (r.code === 0) return true;
+  if (isMemberNotFound(`${r.stderr}\n${r.stdout}`)) return false;
+  throw vnfmError('VNFM_ERR_MGMT_COMMAND', `etcdctl member remove on ${h.name} failed (exit ${r.code}): ${lastLines(r.stderr || r.stdout)}`);
+}
+
+/** `move-leader`, sent to the current leader's endpoint. */
+export async function etcdMoveLeader(h: Host, leaderClientUrl: string, toId: string): Promise<void> {
+  await h.sudo(etcdCommands.moveLeader(leaderClientUrl, toId), { label: 'etcdctl move-leader' });
+}
+
+export function lastLines(text: string, n = 5): string {
+  return text.trim().split('\n').slice(-n).join(' | ');
+}
+
+// ---------------------------------------------------------------- HAProxy
+
+/** How a survivor's HAProxy is edited. */
+export interface HaproxySettings {
+  configPath: string;
+  backend: string;
+  reloadCommand: string;
+  port: number;
+}
+
+/** The runtime API client a host has (`socat` preferred), or undefined. */
+async function runtimeTool(h: Host): Promise<'socat' | 'nc' | undefined> {
+  if (await h.has('socat')) return 'socat';
+  if (await h.has('nc')) return 'nc';
+  return undefined;
+}
+
+/** Sends one runtime API command over the admin stats socket; undefined when there is no way to. */
+export async function haproxyRuntime(h: Host, configText: string, command: string): Promise<ExecResult | undefined> {
+  const socket = adminSocketPath(configText);
+  if (!socket) return undefined;
+  const tool = await runtimeTool(h);
+  if (!tool) return undefined;
+  const client = tool === 'socat' ? `socat stdio UNIX-CONNECT:${shq(socket)}` : `nc -U -w 3 ${shq(socket)}`;
+  return h.exec(`printf '%s\\n' ${shq(command)} | ${client}`, { sudo: true });
+}
+
+/**
+ * Installs a new configuration: written to a private temp file, checked with `haproxy -c -f`
+ * (a failing check leaves the live file untouched), copied in place, then HAProxy is reloaded.
+ */
+export async function installHaproxyConfig(h: Host, s: HaproxySettings, text: string): Promise<void> {
+  const tmp = h.tempPath('healvnfm-haproxy');
+  await h.session.upload(tmp, text, { mode: 0o600 });
+  try {
+    const check = await h.exec(`haproxy -c -f ${shq(tmp)}`, { sudo: true });
+    if (check.code !== 0) {
+      throw vnfmError('VNFM_ERR_MGMT_COMMAND', `the new HAProxy configuration of ${h.name} is invalid (haproxy -c exit ${check.code}): ${lastLines(check.stderr || check.stdout)}; the live configuration was not changed`);
+    }
+    await h.sudo(`cat ${shq(tmp)} > ${shq(s.configPath)}`, { label: `write ${s.configPath}` });
+  } finally {
+    await h.exec(`rm -f ${shq(tmp)}`, { sudo: true }).catch(() => undefined);
+  }
+  await h.sudo(s.reloadCommand, { label: 'reload haproxy' });
+}
+
+/** Result of taking a master out of a survivor's HAProxy. */
+export interface HaproxyRemoval {
+  runtime: 'maint' | 'unavailable' | 'failed';
+  fileChanged: boolean;
+}
+
+/**
+ * Takes server `name` out of the backend: runtime `maint` first (immediate, no restart), then the
+ * file without that exact server line, validated, in place, reloaded. Nothing changes when the
+ * server is not in the file (already done).
+ */
+export async function haproxyRemoveServer(h: Host, s: HaproxySettings, name: string): Promise<HaproxyRemoval> {
+  const text = await h.read(s.configPath, true);
+  if (listServers(text, s.backend) === undefined) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${s.configPath} of ${h.name} has no backend ${s.backend}`);
+  const next = removeServer(text, s.backend, name);
+  if (!next.changed) return { runtime: 'unavailable', fileChanged: false };
+  const r = await haproxyRuntime(h, text, runtime.maint(s.backend, name));
+  const rt: HaproxyRemoval['runtime'] = r === undefined ? 'unavailable' : r.code === 0 && !/No such|not found|Unknown/i.test(r.stdout) ? 'maint' : 'failed';
+  await installHaproxyConfig(h, s, next.text);
+  return { runtime: rt, fileChanged: true };
+}
+
+/**
+ * Puts server `name` (`ip:port`) back in the backend: file rewrite, validated, reloaded; then
+ * verified (runtime `show servers state` when the admin socket is reachable, else the file read
+ * back). Throws when the verification fails.
+ */
+export async function haproxyAddServer(h: Host, s: HaproxySettings, name: string, ip: string): Promise<{ fileChanged: boolean; verifiedBy: 'runtime' | 'file' }> {
+  const text = await h.read(s.configPath, true);
+  const next = addServer(text, s.backend, name, ip, s.port);
+  if (next.changed) await installHaproxyConfig(h, s, next.text);
+  const state = await haproxyRuntime(h, next.text, runtime.showState(s.backend));
+  const host = ip.includes(':') ? `[${ip}]` : ip;
+  if (state && state.code === 0 && /srv_name/.test(state.stdout)) {
+    const servers: ServerState[] = parseServersState(state.stdout);
+    if (!servers.some((x) => x.name === name && (x.address === `${ip}:${s.port}` || x.address === ip || x.address === `${host}:${s.port}`))) {
+      throw vnfmError('VNFM_ERR_MGMT_FAILED', `HAProxy on ${h.name} does not serve ${name} (${ip}) in backend ${s.backend} after the reload`);
+    }
+    return { fileChanged: next.changed, verifiedBy: 'runtime' };
+  }
+  const back = await h.read(s.configPath, true);
+  if (!(listServers(back, s.backend) ?? []).some((x) => x.name === name && x.address === `${host}:${s.port}`)) {
+    throw vnfmError('VNFM_ERR_MGMT_FAILED', `${s.configPath} of ${h.name} does not list ${name} (${ip}) after the update`);
+  }
+  return { fileChanged: next.changed, verifiedBy: 'file' };
+}
+
+// ---------------------------------------------------------------- install script
+
+/** Secrets of an install run, kept off the command line. */
+export interface InstallSecrets {
+  token?: string;
+  caHash?: string;
+  certificateKey?: string;
+}
+
+/** What an install script reported. */
+export interface InstallReport {
+  role?: string;
+  node?: string;
+  joined?: boolean;
+  token?: string;
+  server?: string;
+  caHash?: string;
+  certificateKey?: string;
+  caCert?: string;
+}
+
+/** Reads the final `HEALVNFM-RESULT {json}` line, else the legacy markers of Tacker's script. */
+export function parseInstallOutput(lines: readonly string[]): InstallReport {
+  for (let i = lines.length - 1; i >= 0; i--) {
+    const m = /HEALVNFM-RESULT\s+(\{.*\})\s*$/.exec(lines[i] ?? '');
+    if (!m) continue;
+    try {
+      const j = JSON.parse(m[1] as string) as Record<string, unknown>;
+      const s = (k: string) => (typeof j[k] === 'string' && j[k] !== '' ? (j[k] as string) : undefined);
+      return {
+        ...(s('role') ? { role: s('role') } : {}),
+        ...(s('node') ? { node: s('node') } : {}),
+        ...(typeof j.joined === 'boolean' ? { joined: j.joined } : {}),
+        ...(s('token') ? { token: s('token') } : {}),
+        ...(s('server') ? { server: s('server') } : {}),
+        ...(s('caHash') ? { caHash: s('caHash') } : {}),
+        ...(s('certificateKey') ? { certificateKey: s('certificateKey') } : {}),
+        ...(s('caCert') ? { caCert: s('caCert') } : {}),
+      };
+    } catch {
+      // fall through to the legacy markers
+    }
+  }
+  const out: InstallReport = {};
+  let pem: string[] | undefined;
+  for (const raw of lines) {
+    const l = raw.replace(/\r$/, '');
+    if (l.includes('-----BEGIN CERTIFICATE-----')) pem = [];
+    if (pem) {
+      pem.push(l.trim());
+      if (l.includes('-----END CERTIFICATE-----')) {
+        out.caCert = `${pem.join('\n')}\n`;
+        pem = undefined;
+      }
+      continue;
+    }
+    const m = /^(token|server|ssl_ca_cert_hash|certificate_key):\s*(\S+)\s*$/.exec(l.trim());
+    if (!m) continue;
+    const v = m[2] as string;
+    if (m[1] === 'token') out.token = v;
+    else if (m[1] === 'server') out.server = v;
+    else if (m[1] === 'ssl_ca_cert_hash') out.caHash = v;
+    else out.certificateKey = v;
+  }
+  return out;
+}
+
+/** Bootstrap tokens and certificate keys as kubeadm prints them. */
+const SECRET_SHAPES = [/\b[a-z0-9]{6}\.[a-z0-9]{16}\b/g, /\b[0-9a-f]{64}\b/g];
+
+/** Lines of install output that carry secrets or key material (never shown as progress). */
+export function isSensitiveOutput(line: string): boolean {
+  return /HEALVNFM-RESULT|token|certificate[ _-]?key|ssl_ca_cert_hash|CERTIFICATE/i.test(line) || SECRET_SHAPES.some((re) => new RegExp(re.source).test(line));
+}
+
+/** Token- and key-shaped strings of an output line (to redact them from anything shown later). */
+export function secretsIn(line: string): string[] {
+  return SECRET_SHAPES.flatMap((re) => [...line.matchAll(new RegExp(re.source, 'g'))].map((m) => m[0]));
+}
+
+/** One run of the install script. */
+export interface InstallRun {
+  /** Package bytes of the script. */
+  script: Buffer;
+  remotePath: string;
+  /** Script arguments without secrets (`-m ...`, `-w ...`, `-i`, `-p`, `-a`). */
+  args: string[];
+  secrets: InstallSecrets;
+  /** Exported before the run (`ha_flag`, proxies): not secret. */
+  env: Record<string, string>;
+  timeoutMs: number;
+  /** Every output line, for the caller's progress (the caller filters sensitive ones). */
+  onLine?: (line: string) => void;
+  /** Told of every token- or key-shaped string the script prints, as soon as it does. */
+  onSecret?: (secret: string) => void;
+}
+
+/** Environment variables a secret-aware install script reads instead of `-t` / `-k`. */
+export const SECRET_ENV = { token: 'HEALVNFM_TOKEN', caHash: 'HEALVNFM_CA_HASH', certificateKey: 'HEALVNFM_CERT_KEY' } as const;
+
+/** Whether a script reads the join secrets from the environment (it names {@link SECRET_ENV}`.token`). */
+export function scriptReadsSecretEnv(script: Buffer | string): boolean {
+  return (typeof script === 'string' ? script : script.toString('utf8')).includes(SECRET_ENV.token);
+}
+
+/**
+ * Uploads and runs the install script as the login user (it uses sudo itself, as Tacker's does).
+ * The token / CA hash / certificate key are written to a 0600 file that the command sources and
+ * removes before the script starts, so the command line only names variables. A script that reads
+ * `HEALVNFM_TOKEN` / `HEALVNFM_CERT_KEY` from its environment gets them exported instead of as
+ * `-t` / `-k` arguments (then no secret is in any process's arguments); Tacker's script takes them
+ * as arguments, visible in the process list while it runs.
+ */
+export async function runInstall(h: Host, run: InstallRun): Promise<InstallReport> {
+  await h.session.upload(run.remotePath, run.script, { mode: 0o700 });
+  const secretFile = h.tempPath('.healvnfm-join');
+  const viaEnv = scriptReadsSecretEnv(run.script);
+  const assignments: string[] = [];
+  const exported: string[] = [];
+  const flags: string[] = [];
+  const put = (flag: string, v: string | undefined, key: keyof typeof SECRET_ENV, isSecret: boolean) => {
+    if (v === undefined) return;
+    const name = SECRET_ENV[key];
+    assignments.push(`${name}=${shq(v)}`);
+    if (viaEnv) exported.push(name);
+    if (!viaEnv || !isSecret) flags.push(`${flag} "$${name}"`);
+  };
+  put('-t', run.secrets.token, 'token', true);
+  put('-s', run.secrets.caHash, 'caHash', false);
+  put('-k', run.secrets.certificateKey, 'certificateKey', true);
+  if (exported.length > 0) assignments.push(`export ${exported.join(' ')}`);
+  if (assignments.length > 0) await h.session.upload(secretFile, `${assignments.join('\n')}\n`, { mode: 0o600 });
+  const exports = Object.entries(run.env).map(([k, v]) => `export ${k}=${shq(v)}`);
+  const parts = [
+    ...(assignments.length > 0 ? [`. ${shq(secretFile)}`, `rm -f ${shq(secretFile)}`] : []),
+    ...exports,
+    `bash ${shq(run.remotePath)} ${[...run.args.map(shq), ...flags].join(' ')}`,
+  ];
+  const lines: string[] = [];
+  try {
+    await h.run(parts.join(' && '), {
+      timeoutMs: run.timeoutMs,
+      label: `install script on ${h.name}`,
+      maxOutputBytes: 4 * 1024 * 1024,
+      onOutput: (line) => {
+        for (const x of secretsIn(line)) run.onSecret?.(x);
+        lines.push(line);
+        if (lines.length > 20_000) lines.splice(0, lines.length - 10_000);
+        run.onLine?.(line);
+      },
+    });
+  } catch (e) {
+    if (isVnfmError(e)) throw e;
+    throw vnfmError('VNFM_ERR_MGMT_COMMAND', `install script on ${h.name} failed: ${(e as Error).message}`, { cause: e });
+  } finally {
+    if (assignments.length > 0) await h.exec(`rm -f ${shq(secretFile)}`).catch(() => undefined);
+  }
+  return parseInstallOutput(lines);
+}
