@@ -8,7 +8,9 @@ import { InfraDriverRegistry } from '../infra/infra-driver.ts';
 import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
 import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import { createKubeadmDriver, driverConfig as kubeadmConfig } from '../mgmt/drivers/k8s-kubeadm/index.ts';
 import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
+import { ConfigError } from '../config.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
 import { Executor } from './executor.ts';
 import { LcmService } from './lcm-service.ts';
@@ -36,6 +38,14 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   drivers.register(createKubernetesDriver());
   drivers.register(createOpenStackDriver());
   const mgmt = new MgmtRunner();
+  // Built-in drivers first (they claim VNFD hook artifacts by name or property), package scripts
+  // for the hooks no built-in driver claims.
+  try {
+    kubeadmConfig(ctx.config);
+  } catch (e) {
+    throw new ConfigError((e as Error).message);
+  }
+  mgmt.register(createKubeadmDriver());
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config);
   const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);

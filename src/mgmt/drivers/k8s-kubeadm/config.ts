@@ -1,7 +1,6 @@
 /**
- * Knobs of the `k8s-kubeadm` driver (timeouts and remote paths). Defaults here; a `mgmt` section of
- * the VNFM configuration may override any of them per driver:
- * `mgmt: { 'k8s-kubeadm': { drainTimeoutSeconds: 900, ... } }` (also accepted: `k8sKubeadm`).
+ * Knobs of the `k8s-kubeadm` driver (timeouts and remote paths). Defaults here; the VNFM
+ * configuration may override any of them: `mgmt: { kubeadm: { drainTimeoutSeconds: 900, ... } }`.
  */
 import type { VnfmConfig } from '../../../config.ts';
 
@@ -78,16 +77,19 @@ export const KUBEADM_DEFAULTS: Readonly<KubeadmDriverConfig> = Object.freeze({
   haApiPort: 16443,
 });
 
-/** The driver's knobs: defaults, overridden by `config.mgmt['k8s-kubeadm']` when present. */
+/**
+ * The driver's knobs: defaults, overridden by `config.mgmt.kubeadm`, then by `overrides`. An
+ * unknown knob or a value of the wrong type is an error naming it (checked at start-up).
+ */
 export function driverConfig(config: VnfmConfig | undefined, overrides: Partial<KubeadmDriverConfig> = {}): KubeadmDriverConfig {
-  const mgmt = (config as unknown as { mgmt?: Record<string, unknown> } | undefined)?.mgmt;
-  const section = (mgmt?.['k8s-kubeadm'] ?? mgmt?.k8sKubeadm) as Partial<KubeadmDriverConfig> | undefined;
+  const section = (config?.mgmt?.kubeadm ?? {}) as Partial<KubeadmDriverConfig>;
   const out: KubeadmDriverConfig = { ...KUBEADM_DEFAULTS };
-  for (const src of [section ?? {}, overrides]) {
+  for (const [where, src] of [['mgmt.kubeadm', section], ['driver overrides', overrides]] as const) {
     for (const [k, v] of Object.entries(src)) {
-      if (!(k in KUBEADM_DEFAULTS)) continue;
+      if (!(k in KUBEADM_DEFAULTS)) throw new Error(`${where}.${k}: unknown setting of the k8s-kubeadm driver (known: ${Object.keys(KUBEADM_DEFAULTS).join(', ')})`);
       const def = (KUBEADM_DEFAULTS as unknown as Record<string, unknown>)[k];
-      if (typeof v === typeof def) (out as unknown as Record<string, unknown>)[k] = v;
+      if (typeof v !== typeof def || (typeof v === 'number' && !(Number.isFinite(v) && v >= 0))) throw new Error(`${where}.${k}: must be a ${typeof def === 'number' ? 'number >= 0' : typeof def}, got ${JSON.stringify(v)}`);
+      (out as unknown as Record<string, unknown>)[k] = v;
     }
   }
   return out;
