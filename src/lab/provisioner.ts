@@ -15,8 +15,9 @@
  *   `<state dir>/node-name`, written by the stand-ins) is marked failed in the lab Kubernetes
  *   (kubelet gone); when the same host starts again, the Node is recovered (kubelet back);
  * - VIPs (keepalived's job): an address in a port's `allowed_address_pairs` is held, as a
- *   secondary address, by the running host with the lowest IP among the servers whose port allows
- *   it; it moves when that host dies or is replaced. Further fixed IPs of a server on the lab
+ *   secondary address, by a running host among the servers whose port allows it (the lowest IP
+ *   when it is first placed); it stays there while that host runs and moves (to the lowest IP
+ *   again) when the host dies or is replaced, never back by itself. Further fixed IPs of a server on the lab
  *   network are held by its host the same way.
  *
  * Servers without a port on the lab network are not hosts. Reconciles run one at a time; events
@@ -295,7 +296,7 @@ export class Provisioner {
     for (const [a, holder] of this.held) if (holder === ip) this.held.delete(a);
   }
 
-  /** Extra fixed IPs on their server's host; each VIP on the lowest running host allowed to hold it. */
+  /** Extra fixed IPs on their server's host; each VIP on its running holder, else the lowest running host allowed to hold it. */
   private async placeAddresses(want: Map<string, Desired>): Promise<void> {
     const { fleet } = this.o;
     const live = (ip: string): boolean => fleet.host(ip)?.running === true;
@@ -309,7 +310,12 @@ export class Provisioner {
         candidates.set(a, [...(candidates.get(a) ?? []), d.ip]);
       }
     }
-    for (const [a, ips] of candidates) target.set(a, [...ips].sort(compareIps)[0] as string);
+    // Sticky, like keepalived with a track script: the holder keeps the VIP while it runs; a
+    // replaced or restarted host (no HAProxy yet) does not take it back.
+    for (const [a, ips] of candidates) {
+      const current = this.held.get(a);
+      target.set(a, current !== undefined && ips.includes(current) ? current : ([...ips].sort(compareIps)[0] as string));
+    }
     for (const [a, holder] of [...this.held]) {
       if (target.get(a) === holder) continue;
       if (fleet.host(holder)) await fleet.removeAddress(holder, a);

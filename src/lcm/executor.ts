@@ -35,7 +35,7 @@ import type { Database } from '../store/schema.ts';
 import type { VimConnection } from '../vims/vim-registry.ts';
 import { InstanceService } from './instance-service.ts';
 import { externalCps } from '../packages/ext-cps.ts';
-import { rebuildInstantiatedInfo } from './instance-info.ts';
+import { newIdsOf, rebuildInstantiatedInfo } from './instance-info.ts';
 import { dbNowPlus, isStop, type OpLease } from './lease.ts';
 import type { OpOccStates } from './op-occ-state.ts';
 import { getOpOcc } from './op-occ-repo.ts';
@@ -56,6 +56,8 @@ interface OpCtx {
   toLevel?: number;
   /** vnfcResourceInfo ids healed. */
   healedIds?: string[];
+  /** Ids given to new resources by the first rebuild of this op (see RebuildOptions.newIds). */
+  newIds?: Record<string, string>;
   driver: Record<string, unknown>;
   mgmt: Record<string, unknown>;
   mgmtResult?: MgmtResult;
@@ -508,6 +510,12 @@ export class Executor {
     let observed: ObservedResources | undefined;
     if (handler.observes) observed = await this.observe(drv, this.infraContext(op, ctx, all, grant, log), ctx);
     const infoAfter = observed ? this.rebuild(all.instance, observed, ctx, all).info : null;
+    // The end hook names the new VNFCs by these ids (e.g. in metadata.k8sCluster): completion keeps them.
+    if (infoAfter) {
+      const known = new Set(Object.values(newIdsOf(all.instance.instantiatedVnfInfo ?? {})));
+      const fresh = Object.entries(newIdsOf(infoAfter)).filter(([, id]) => !known.has(id));
+      if (fresh.length > 0) ctx.newIds = { ...Object.fromEntries(fresh), ...(ctx.newIds ?? {}) };
+    }
     const instAfter: VnfInstanceRecord = { ...all.instance, instantiationState: handler.instantiatedAfter ? 'INSTANTIATED' : 'NOT_INSTANTIATED', instantiatedVnfInfo: infoAfter };
     let endHookRan = false;
     await this.step(op.id, ctx, 'mgmt-end', log, async () => {
@@ -541,6 +549,7 @@ export class Executor {
       externalCps: externalCps(all.flavour),
       ...(cmd.operation === 'INSTANTIATE' && cmd.extVirtualLinks ? { extVirtualLinks: cmd.extVirtualLinks } : {}),
       ...(ctx.mgmtResult?.vnfcMetadata ? { vnfcMetadata: ctx.mgmtResult.vnfcMetadata } : {}),
+      ...(ctx.newIds ? { newIds: ctx.newIds } : {}),
     });
   }
 

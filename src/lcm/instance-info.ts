@@ -25,6 +25,25 @@ export interface RebuildOptions {
   extVirtualLinks?: Record<string, unknown>[];
   /** The flavour's external CPs (VNFD), see `externalCps()` in src/packages/ext-cps.ts. */
   externalCps?: readonly ExtCpModel[];
+  /**
+   * Ids to give resources that are new (no previous record), by VIM resource id: `vnfc:<id>`,
+   * `vnfcInfo:<id>`, `storage:<id>`. Filled with the ids of each rebuild ({@link newIdsOf}), so
+   * two rebuilds of one operation (before the end hook, at completion) name new resources alike.
+   */
+  newIds?: Readonly<Record<string, string>>;
+}
+
+/** The ids a rebuilt info gave its resources, keyed as {@link RebuildOptions.newIds}. */
+export function newIdsOf(info: Partial<InstantiatedVnfInfo>): Record<string, string> {
+  const out: Record<string, string> = {};
+  const infoByRes = new Map((info.vnfcInfo ?? []).map((i) => [i.vnfcResourceInfoId, i.id]));
+  for (const r of info.vnfcResourceInfo ?? []) {
+    out[`vnfc:${r.computeResource.resourceId}`] = r.id;
+    const i = infoByRes.get(r.id);
+    if (i) out[`vnfcInfo:${r.computeResource.resourceId}`] = i;
+  }
+  for (const st of info.virtualStorageResourceInfo ?? []) out[`storage:${st.storageResource.resourceId}`] = st.id;
+  return out;
 }
 
 /** `IPV4` / `IPV6` of an address. */
@@ -91,7 +110,7 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
       old = prevSt.find((p) => !usedSt.has(p.id) && p.metadata?.stableKey === s.stableKey);
       replaced = !!old;
     }
-    const id = old?.id ?? randomUUID();
+    const id = old?.id ?? opts.newIds?.[`storage:${s.resourceId}`] ?? randomUUID();
     if (old) usedSt.add(old.id);
     const info: VirtualStorageResourceInfo = { id, virtualStorageDescId: s.virtualStorageDescId, storageResource: handle(s.resourceId, s.vimLevelResourceType), metadata: { ...(s.metadata ?? {}), ...(s.stableKey ? { stableKey: s.stableKey } : {}) } };
     storages.push(info);
@@ -135,7 +154,7 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
   const affectedVnfcs: Record<string, unknown>[] = [];
   for (const o of observed.vnfcs) {
     const old = pairs.get(o);
-    const id = old?.id ?? randomUUID();
+    const id = old?.id ?? opts.newIds?.[`vnfc:${o.computeResource.resourceId}`] ?? randomUUID();
     const storageIds = (o.storageResourceIds ?? []).map((r) => storageIdByResource.get(r)).filter((x): x is string => !!x);
     // Hook metadata may be keyed by vnfcResourceInfo id or, for VNFCs created by this very
     // operation (whose final id is only known now), by the VIM resource id. `null` removes a key.
@@ -171,7 +190,7 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     };
     vnfcs.push(rec);
     const pi = old ? prevInfo.get(old.id) : undefined;
-    vnfcInfo.push({ id: pi?.id ?? randomUUID(), vduId: o.vduId, vnfcResourceInfoId: id, vnfcState: 'STARTED', ...(pi?.vnfcConfigurableProperties ? { vnfcConfigurableProperties: pi.vnfcConfigurableProperties } : {}) });
+    vnfcInfo.push({ id: pi?.id ?? opts.newIds?.[`vnfcInfo:${o.computeResource.resourceId}`] ?? randomUUID(), vduId: o.vduId, vnfcResourceInfoId: id, vnfcState: 'STARTED', ...(pi?.vnfcConfigurableProperties ? { vnfcConfigurableProperties: pi.vnfcConfigurableProperties } : {}) });
     const oldSt = new Set(old?.storageResourceIds ?? []);
     const newSt = new Set(storageIds);
     const addedSt = storageIds.filter((s) => !oldSt.has(s) || affectedVirtualStorages.some((a) => a.id === s && a.changeType !== 'REMOVED'));

@@ -6,7 +6,7 @@
  * floating}` (fixed = the port's own addresses, floating = NAT addresses associated with it). The
  * SOL `cpProtocolInfo` carries the same addresses but cannot say which are floating.
  */
-import type { VnfcResourceInfo } from '../model/vnf-instance.ts';
+import type { VnfInstanceRecord, VnfcResourceInfo } from '../model/vnf-instance.ts';
 
 /** The addresses of one CP of a VNFC. */
 export interface CpAddresses {
@@ -51,4 +51,14 @@ export function addressByCpName(vnfc: VnfcResourceInfo, name: string, preferFloa
   if (cp) return (preferFloating ? cp.floating[0] : undefined) ?? cp.fixed[0];
   const floating = cps.flatMap((c) => c.floating);
   return floating.length === 1 ? floating[0] : undefined;
+}
+
+/**
+ * Fixed addresses of a VIM port of the VNF that belongs to no VNFC (e.g. a cluster's VIP port
+ * `vip_CP` in the top Heat stack), as the infra driver reports them in
+ * `instantiatedVnfInfo.metadata.ports`; `[]` when unknown.
+ */
+export function vnfPortAddresses(instance: VnfInstanceRecord, name: string): string[] {
+  const ports = instance.instantiatedVnfInfo?.metadata?.ports as Record<string, { fixed?: unknown }> | undefined;
+  return strings(ports?.[name]?.fixed);
 }

@@ -162,7 +162,7 @@ describe('lab provisioner: the simulated OpenStack\'s servers as live hosts', { 
     assert.deepEqual(theLab.fleet.list(), [], 'no host for the server off the lab network');
   });
 
-  it('puts a VIP on the lower-IP host whose port allows it, and moves it when that host dies', async () => {
+  it('puts a VIP on the lower-IP host whose port allows it, moves it when that host dies, and keeps it there when the host returns', async () => {
     const port = (allow: boolean) => ({
       type: 'OS::Neutron::Port',
       properties: { network: 'lab-net', ...(allow ? { allowed_address_pairs: [{ ip_address: { get_attr: ['vip_cp', 'fixed_ips', 0, 'ip_address'] } }] } : {}) },
@@ -192,5 +192,11 @@ describe('lab provisioner: the simulated OpenStack\'s servers as live hosts', { 
     await theLab.settled();
     assert.equal(theLab.provisioner.holders().get(vip), high);
     assert.equal((await sshRun(high, user(), pw(), 'ip -4 -o addr show dev eth0')).stdout.includes(`${vip}/24`), true);
+    // The lower host comes back: the VIP stays where it is (no HAProxy on a fresh host yet).
+    assert.equal((await call('POST', `${os.url}/_sim/servers/${lowServer}/recover`, undefined, {}, admin())).status, 200);
+    await until('the lower host up again', () => theLab.fleet.host(low)?.running === true, 30_000);
+    await theLab.settled();
+    assert.equal(theLab.provisioner.holders().get(vip), high, 'the VIP is sticky');
+    assert.equal(addressesIn(nsOf(low)).includes(vip), false);
   });
 });

@@ -121,6 +121,12 @@ while getopts 'dom:w:i:a:p:t:s:k:h' opt; do
   esac
 done
 
+# The VNFM passes the join secrets in the environment (never as arguments, which every process
+# list shows); -t / -k still work for callers that pass them the Tacker way.
+TOKEN_NAME=${TOKEN_NAME:-${HEALVNFM_TOKEN:-}}
+CERT_KEY=${CERT_KEY:-${HEALVNFM_CERT_KEY:-}}
+[ -z "${TOKEN_HASH:-}" ] && [ -n "${HEALVNFM_CA_HASH:-}" ] && TOKEN_HASH=${HEALVNFM_CA_HASH#sha256:}
+
 if [ "$OUTPUT_LOGFILE" = 1 ]; then
   umask 077
   exec >"/tmp/k8s_install_$(date +%Y%m%d%H%M%S).log" 2>&1

@@ -296,5 +296,12 @@ export function observeFromListing(input: ObserveInput): ObservedResources {
   }
   // Newest first within a VDU, as Tacker orders vnfcResourceInfo (scale-in removes the head).
   vnfcs.sort((a, b) => (a.vduId === b.vduId ? String(b.metadata?.creation_time ?? '').localeCompare(String(a.metadata?.creation_time ?? '')) : a.vduId.localeCompare(b.vduId)));
-  return { vnfcs, storages, virtualLinks, metadata: { stack_id: input.top.id, stack_name: input.top.name, ...(input.nfv ? { nfv: input.nfv } : {}) } };
+  // Ports of the top stack that are no VDU's CP (a cluster's VIP port `vip_CP`, a load balancer's
+  // port): their addresses, for management drivers (`instantiatedVnfInfo.metadata.ports`).
+  const ports: Record<string, { resourceId: string; fixed: string[] }> = {};
+  for (const l of withId) {
+    if (l.row.resource_type !== HEAT_TYPES.port || l.stack.id !== input.top.id || Object.hasOwn(flavour.cps, l.row.resource_name)) continue;
+    ports[l.row.resource_name] = { resourceId: l.row.physical_resource_id, fixed: (input.ports?.get(l.row.physical_resource_id)?.fixedIps ?? []).map((f) => f.address) };
+  }
+  return { vnfcs, storages, virtualLinks, metadata: { stack_id: input.top.id, stack_name: input.top.name, ...(input.nfv ? { nfv: input.nfv } : {}), ...(Object.keys(ports).length > 0 ? { ports } : {}) } };
 }

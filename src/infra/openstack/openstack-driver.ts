@@ -921,6 +921,8 @@ export class OpenStackDriver implements InfraDriver {
   private needPortFacts(ctx: InfraContext, rows: readonly HeatResource[], servers: ReadonlyMap<string, ServerFacts>): boolean {
     const stackOf = (r: HeatResource) => r.links?.find((l) => l.rel === 'stack')?.href ?? '';
     const cpPorts = rows.filter((r) => r.resource_type === HEAT_TYPES.port && r.physical_resource_id && Object.hasOwn(ctx.flavour.cps, r.resource_name));
+    // A port of the top stack that no VDU owns (e.g. a VIP): only Heat's port attributes give its address.
+    if (rows.some((r) => r.resource_type === HEAT_TYPES.port && r.physical_resource_id && !r.parent_resource && !Object.hasOwn(ctx.flavour.cps, r.resource_name))) return true;
     if (cpPorts.length === 0) return false;
     for (const srv of rows) {
       if (srv.resource_type !== HEAT_TYPES.server || !srv.physical_resource_id) continue;
@@ -950,7 +952,8 @@ export class OpenStackDriver implements InfraDriver {
       const rows = await s.heat.listResources(ref, { ...(nestedDepth > 0 ? { nestedDepth } : {}), withDetail: true, filters: { type: HEAT_TYPES.port }, signal: ctx.signal });
       const out = new Map<string, PortFacts>();
       for (const r of rows) {
-        if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id || !Object.hasOwn(ctx.flavour.cps, r.resource_name)) continue;
+        // CP ports, and the top stack's other ports (a cluster's VIP port, reported in metadata.ports).
+        if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id || (!Object.hasOwn(ctx.flavour.cps, r.resource_name) && r.parent_resource)) continue;
         const f = portFactsOf(r);
         if (f !== undefined) out.set(r.physical_resource_id, f);
       }

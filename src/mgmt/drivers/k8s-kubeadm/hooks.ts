@@ -141,7 +141,7 @@ function clusterIpOf(rc: RunContext, inv: Inventory): string {
   if (!ip) {
     throw vnfmError(
       'VNFM_ERR_MGMT_FAILED',
-      `k8s-kubeadm: no address found for cluster_cp_name '${rc.params.masterNode.clusterCpName}' (neither a master CP nor an external CP of the instance carries it); give master_node.cluster_ip`,
+      `k8s-kubeadm: no address found for cluster_cp_name '${rc.params.masterNode.clusterCpName}' (neither a master CP, an external CP nor a port of the VNF carries it); give master_node.cluster_ip`,
     );
   }
   return ip;

@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import { vnfmError } from '../../../errors.ts';
 import type { VnfcResourceInfo, VnfInstanceRecord } from '../../../model/vnf-instance.ts';
 import type { FlavourModel } from '../../../packages/vnfd-model.ts';
-import { addressByCpName, vnfcAddresses } from '../../addresses.ts';
+import { addressByCpName, vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
 import type { KubeadmParams, NodeParams } from './params.ts';
 
 export type NodeRole = 'master' | 'worker';
@@ -154,6 +154,9 @@ export function clusterAddress(instance: VnfInstanceRecord, inv: Inventory, p: P
   }
   const ext = addressesOfExtCp(instance, m.clusterCpName).find((a) => isIP(a) !== 0);
   if (ext) return ext;
+  // A port of the VNF outside every VNFC (the VIP port of an HA cluster).
+  const port = vnfPortAddresses(instance, m.clusterCpName).find((a) => isIP(a) !== 0);
+  if (port) return port;
   for (const r of vnfcs) {
     const cp = vnfcAddresses(r).find((c) => c.cpdId === m.clusterCpName);
     if (cp?.fixed[0]) return cp.fixed[0];
