@@ -16,8 +16,9 @@
  *   (kubelet gone); when the same host starts again, the Node is recovered (kubelet back);
  * - VIPs (keepalived's job): an address in a port's `allowed_address_pairs` is held, as a
  *   secondary address, by a running host among the servers whose port allows it (the lowest IP
- *   when it is first placed); it stays there while that host runs and moves (to the lowest IP
- *   again) when the host dies or is replaced, never back by itself. Further fixed IPs of a server on the lab
+ *   when it is first placed); it stays there while that host runs and, when the host dies or is
+ *   replaced, moves to the host running the longest (keepalived with a track script: a fresh
+ *   machine has no HAProxy yet), never back by itself. Further fixed IPs of a server on the lab
  *   network are held by its host the same way.
  *
  * Servers without a port on the lab network are not hosts. Reconciles run one at a time; events
@@ -292,11 +293,16 @@ export class Provisioner {
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
 
+  /** Since when each running host runs (its generation then), for VIP moves. */
+  private readonly upSince = new Map<string, { generation: string; at: number }>();
+  /** VIPs that had a holder once (a move goes to the longest-running host, not the lowest IP). */
+  private readonly everHeld = new Set<string>();
+
   private forgetHolder(ip: string): void {
     for (const [a, holder] of this.held) if (holder === ip) this.held.delete(a);
   }
 
-  /** Extra fixed IPs on their server's host; each VIP on its running holder, else the lowest running host allowed to hold it. */
+  /** Extra fixed IPs on their server's host; each VIP on its running holder, else on the longest-running host allowed to hold it. */
   private async placeAddresses(want: Map<string, Desired>): Promise<void> {
     const { fleet } = this.o;
     const live = (ip: string): boolean => fleet.host(ip)?.running === true;
@@ -310,11 +316,21 @@ export class Provisioner {
         candidates.set(a, [...(candidates.get(a) ?? []), d.ip]);
       }
     }
-    // Sticky, like keepalived with a track script: the holder keeps the VIP while it runs; a
-    // replaced or restarted host (no HAProxy yet) does not take it back.
+    // Like keepalived with a track script: the holder keeps the VIP while it runs. When it must
+    // move, it goes to the host running the longest (a replaced or restarted host has no HAProxy
+    // yet); the first placement takes the lowest IP.
+    const now = Date.now();
+    for (const d of want.values()) {
+      const h = fleet.host(d.ip);
+      const since = this.upSince.get(d.ip);
+      if (!h?.running) this.upSince.delete(d.ip);
+      else if (since === undefined || since.generation !== h.generation) this.upSince.set(d.ip, { generation: h.generation, at: now });
+    }
     for (const [a, ips] of candidates) {
       const current = this.held.get(a);
-      target.set(a, current !== undefined && ips.includes(current) ? current : ([...ips].sort(compareIps)[0] as string));
+      if (current !== undefined && ips.includes(current)) target.set(a, current);
+      else if (!this.everHeld.has(a)) target.set(a, [...ips].sort(compareIps)[0] as string);
+      else target.set(a, [...ips].sort((x, y) => (this.upSince.get(x)?.at ?? now) - (this.upSince.get(y)?.at ?? now) || compareIps(x, y))[0] as string);
     }
     for (const [a, holder] of [...this.held]) {
       if (target.get(a) === holder) continue;
@@ -326,6 +342,7 @@ export class Provisioner {
       if (this.held.get(a) === holder) continue;
       await fleet.addAddress(holder, a);
       this.held.set(a, holder);
+      this.everHeld.add(a);
       this.log.info({ address: a, host: holder }, 'lab: address held by host');
     }
   }

@@ -558,7 +558,7 @@ export class Executor {
     const inst = await this.d.instances.get(op.vnfInstanceId);
     const { info, changes } = this.rebuild(inst, observed, ctx, all);
     const mr = ctx.mgmtResult;
-    const newInfo: InstantiatedVnfInfo | null = instantiated ? (mr?.vnfInfoMetadata ? { ...info, metadata: mergePatch(info.metadata ?? {}, mr.vnfInfoMetadata) as Record<string, unknown> } : info) : null;
+    const newInfo: InstantiatedVnfInfo | null = instantiated ? (mr?.vnfInfoMetadata ? { ...info, metadata: replaceKeys(info.metadata ?? {}, mr.vnfInfoMetadata) } : info) : null;
     const lease = this.lease(ctx);
     await this.d.db.transaction().execute(async (tx) => {
       const rc = changes.affectedVnfcs.length || changes.affectedVirtualLinks.length || changes.affectedVirtualStorages.length ? changes : null;
@@ -663,6 +663,16 @@ export class Executor {
 type Loaded = Awaited<ReturnType<Executor['loadAll']>> & { handler: OperationHandler; command: LcmCommand };
 
 const NOTHING: ObservedResources = { vnfcs: [], storages: [], virtualLinks: [] };
+
+/** `base` with each key of `patch` replaced as a whole (a null value removes the key). */
+function replaceKeys(base: Record<string, unknown>, patch: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...base };
+  for (const [k, v] of Object.entries(patch)) {
+    if (v === null) delete out[k];
+    else out[k] = v;
+  }
+  return out;
+}
 
 /** The op's plan as frozen in its checkpoint. */
 function planOf(ctx: OpCtx): OpPlan {

@@ -131,7 +131,7 @@ export interface MgmtResult {
   extensions?: Record<string, unknown>;
   /** vnfcResourceInfo id -> metadata merged into that VNFC. */
   vnfcMetadata?: Record<string, Record<string, unknown>>;
-  /** Merged into instantiatedVnfInfo.metadata (e.g. `k8sCluster`); a null value removes the key. */
+  /** Keys of instantiatedVnfInfo.metadata to set, each replaced as a whole (e.g. `k8sCluster`); a null value removes the key. */
   vnfInfoMetadata?: Record<string, unknown>;
   /** vimConnectionInfo changes, applied when the operation completes. */
   vimConnectionInfo?: {

@@ -42,7 +42,9 @@ export const scale: OperationHandler<'SCALE'> = {
     for (const [vdu, n] of Object.entries(plan.targetVduCounts)) {
       const delta = n - (cur[vdu] ?? 0);
       if (delta > 0) addCompute(flavour, vdu, delta, add);
-      if (delta < 0) for (const r of existing.filter((x) => x.vduId === vdu).slice(delta)) remove.push(removeCompute(r));
+      // vnfcResourceInfo lists the newest VNFCs of a VDU first, and scale in removes the newest (as
+      // Tacker; the OpenStack driver marks exactly these for Heat): the head of the list.
+      if (delta < 0) for (const r of existing.filter((x) => x.vduId === vdu).slice(0, -delta)) remove.push(removeCompute(r));
     }
     return { add, remove };
   },

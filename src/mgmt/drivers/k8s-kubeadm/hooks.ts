@@ -684,8 +684,29 @@ async function healStart(rc: RunContext): Promise<MgmtResult> {
   const t = healTargets(rc, inv);
   const targetNames = new Set([...t.masters, ...t.workers].map((n) => n.name));
   const survivors = inv.masters.filter((m) => !targetNames.has(m.name));
-  // preflight: every survivor master answers, the API answers
-  const hosts = await connectAll(rc, survivors, () => false);
+  // preflight: the surviving masters answer (each one's HAProxy is edited), the API answers. A
+  // master heal while another master is down is refused by the quorum gate, which speaks first.
+  rc.progress('preflight', undefined, `connecting to ${survivors.length} node(s)`);
+  const tried = await Promise.allSettled(survivors.map((n) => rc.host(n, false)));
+  const hosts = new Map<string, Host>();
+  const unreachable: { node: ClusterNode; error: unknown }[] = [];
+  tried.forEach((r, i) => {
+    const node = survivors[i] as ClusterNode;
+    if (r.status === 'fulfilled') hosts.set(node.name, r.value);
+    else unreachable.push({ node, error: r.reason });
+  });
+  // Worker targets need no master over SSH (the drain goes through the API).
+  if (unreachable.length > 0 && t.masters.length === 0) rc.ctx.log.warn({ unreachable: unreachable.map((u) => u.node.name) }, 'k8s-kubeadm: surviving masters unreachable over SSH (not needed for a worker heal)');
+  if (unreachable.length > 0 && t.masters.length > 0) {
+    const peerNode = survivors.find((n) => hosts.has(n.name));
+    if (peerNode) {
+      const view = await etcdView(hosts.get(peerNode.name) as Host, rc.cfg.etcdMaxRaftLag);
+      const ids = t.masters.map((n) => findMember(view.members, n.name, n.nicIp)?.id).filter((x): x is string => x !== undefined);
+      const gate = checkRemoval(view.withHealth, ids);
+      if (!gate.ok) throw terminalError('VNFM_ERR_MGMT_REFUSED', gate.message);
+    }
+    throw (unreachable[0] as { error: unknown }).error;
+  }
   const api = await rc.kube(fallbackMaster(rc, inv, survivors));
   const nodes = await api.list('v1', 'Node', undefined);
   const drain = drainParamsOf(ctx.params);

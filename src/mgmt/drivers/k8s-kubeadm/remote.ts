@@ -164,12 +164,24 @@ export async function etcdView(h: Host, maxLag: number): Promise<EtcdView> {
   return { members, status, health, withHealth: memberHealth(members, status, health, maxLag) };
 }
 
-/** `member remove`; false when the member was already gone. */
-export async function etcdRemoveMember(h: Host, id: string): Promise<boolean> {
-  const r = await h.exec(etcdCommands.memberRemove(id), { sudo: true });
-  if (r.code === 0) return true;
-  if (isMemberNotFound(`${r.stderr}\n${r.stdout}`)) return false;
-  throw vnfmError('VNFM_ERR_MGMT_COMMAND', `etcdctl member remove on ${h.name} failed (exit ${r.code}): ${lastLines(r.stderr || r.stdout)}`);
+/**
+ * `member remove`; false when the member was already gone. etcd's strict reconfiguration check
+ * refuses any membership change for a few seconds after a member (re)joined ("etcdserver:
+ * unhealthy cluster"): that answer is retried with back-off for up to `unhealthyRetryMs`.
+ */
+export async function etcdRemoveMember(h: Host, id: string, unhealthyRetryMs = 60_000, sleep: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms))): Promise<boolean> {
+  const until = Date.now() + unhealthyRetryMs;
+  for (let delay = 500; ; delay = Math.min(delay * 2, 5_000)) {
+    const r = await h.exec(etcdCommands.memberRemove(id), { sudo: true });
+    if (r.code === 0) return true;
+    const out = `${r.stderr}\n${r.stdout}`;
+    if (isMemberNotFound(out)) return false;
+    if (/unhealthy cluster/.test(out) && Date.now() + delay < until) {
+      await sleep(delay);
+      continue;
+    }
+    throw vnfmError('VNFM_ERR_MGMT_COMMAND', `etcdctl member remove on ${h.name} failed (exit ${r.code}): ${lastLines(r.stderr || r.stdout)}`);
+  }
 }
 
 /** `move-leader`, sent to the current leader's endpoint. */
