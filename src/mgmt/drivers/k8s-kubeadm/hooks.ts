@@ -289,6 +289,7 @@ async function instantiateEnd(rc: RunContext): Promise<MgmtResult> {
       secrets: {},
       env,
       timeoutMs: rc.cfg.installTimeoutMs,
+      onDone: (ms) => rc.info('install script finished', { step: 'install', ms }),
       onSecret: (x) => rc.secret(x),
     onLine: (l) => {
         if (!isSensitiveOutput(l)) rc.progressDetail('install-master', main.name, l);
@@ -528,6 +529,7 @@ async function joinWorker(rc: RunContext, api: KubeApi, node: ClusterNode, j: Jo
       secrets: { token: m.token, caHash: m.caHash },
       env: j.env,
       timeoutMs: rc.cfg.installTimeoutMs,
+      onDone: (ms) => rc.info('install script finished', { step: 'install', ms }),
       onSecret: (x) => rc.secret(x),
     onLine: (l) => {
         if (!isSensitiveOutput(l)) rc.progressDetail('join-worker', node.name, l);
@@ -622,6 +624,7 @@ async function joinMaster(rc: RunContext, api: KubeApi, node: ClusterNode, j: Jo
     secrets: { token: m.token, caHash: m.caHash, ...(m.certificateKey ? { certificateKey: m.certificateKey } : {}) },
     env: j.env,
     timeoutMs: rc.cfg.installTimeoutMs,
+    onDone: (ms) => rc.info('install script finished', { step: 'install', ms }),
     onSecret: (x) => rc.secret(x),
     onLine: (l) => {
       if (!isSensitiveOutput(l)) rc.progressDetail('join-master', node.name, l);

@@ -381,6 +381,8 @@ export interface InstallRun {
   onLine?: (line: string) => void;
   /** Told of every token- or key-shaped string the script prints, as soon as it does. */
   onSecret?: (secret: string) => void;
+  /** Told how long the script ran (ms), whatever its outcome. */
+  onDone?: (ms: number) => void;
 }
 
 /** Environment variables a secret-aware install script reads instead of `-t` / `-k`. */
@@ -425,6 +427,7 @@ export async function runInstall(h: Host, run: InstallRun): Promise<InstallRepor
     `bash ${shq(run.remotePath)} ${[...run.args.map(shq), ...flags].join(' ')}`,
   ];
   const lines: string[] = [];
+  const started = Date.now();
   try {
     await h.run(parts.join(' && '), {
       timeoutMs: run.timeoutMs,
@@ -442,6 +445,8 @@ export async function runInstall(h: Host, run: InstallRun): Promise<InstallRepor
     throw vnfmError('VNFM_ERR_MGMT_COMMAND', `install script on ${h.name} failed: ${(e as Error).message}`, { cause: e });
   } finally {
     if (assignments.length > 0) await h.exec(`rm -f ${shq(secretFile)}`).catch(() => undefined);
+    // How long the VM itself took (install / join), apart from the VNFM's own work (benchmarks).
+    run.onDone?.(Date.now() - started);
   }
   return parseInstallOutput(lines);
 }

@@ -1,0 +1,124 @@
+/**
+ * Cluster-VNF heal cost on the live-VM lab (root; docs/lab.md): what the VNFM adds to a worker heal
+ * and to a master heal of a Kubernetes cluster VNF built with the `k8s-kubeadm` driver.
+ *
+ * One VNFM with the simulated cloud and the lab; the sample package `samples/k8s-cluster-kubeadm`,
+ * flavour `complex` (3 masters with etcd and HAProxy behind a VIP, 2 workers); then N worker
+ * heals (alternating workers) and N master heals (rotating masters, the etcd leader included).
+ * Per heal:
+ *   total   = accepted -> COMPLETED as the engine records it (op occ startTime -> stateEnteredTime)
+ *   vm      = the infra step (the VM re-created by Heat; the lab's host comes up)
+ *   join    = the install script on the new VM (the stand-ins' kubeadm join, etcd member start)
+ *   overhead = total - vm - join: the VNFM's own work (grant, quorum checks, drain, etcd member
+ *             removal and health waits, HAProxy edits on the survivors, SSH, API calls)
+ *
+ *   sudo npx tsx bench/k8s-cluster-heal.ts [--heals 10]
+ *
+ * Prints one JSON document (p50 / p90 / min / max per kind).
+ */
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { cpus, loadavg, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import { resolveConfig } from '../src/config.ts';
+import { createLogger } from '../src/logger.ts';
+import { startVnfm } from '../src/main/server.ts';
+import { buildCsarFromDir } from '../src/packages/csar-reader.ts';
+
+const argv = process.argv.slice(2);
+const HEALS = argv.includes('--heals') ? Number(argv[argv.indexOf('--heals') + 1]) : 10;
+const PKG = join(import.meta.dirname, '..', 'samples', 'k8s-cluster-kubeadm');
+const PASSWORD = 'bench-lab-pass-7c1e';
+const H = { version: '2.0.0' };
+// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON here
+type Json = Record<string, any>;
+
+const pct = (xs: readonly number[], p: number): number => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? Number.NaN;
+};
+const summary = (xs: readonly number[]) => ({ p50: Math.round(pct(xs, 50)), p90: Math.round(pct(xs, 90)), min: Math.round(Math.min(...xs)), max: Math.round(Math.max(...xs)) });
+
+async function main(): Promise<void> {
+  if (process.getuid?.() !== 0) throw new Error('the lab needs root: sudo npx tsx bench/k8s-cluster-heal.ts');
+  const dataDir = mkdtempSync(join(tmpdir(), 'vnfm-bench-k8s-'));
+  const lines: Json[] = [];
+  const sink = new Writable({
+    write(chunk, _e, cb) {
+      for (const l of chunk.toString().split('\n')) if (l.startsWith('{')) lines.push(JSON.parse(l));
+      cb();
+    },
+  });
+  const config = resolveConfig({
+    flags: {
+      dataDir,
+      port: 0,
+      simPorts: { openstack: 0, kubernetes: 0, serverNotifier: 0 },
+      lab: { enabled: true, password: PASSWORD, kubernetesPort: 0, waitForLockMs: 600_000 },
+      runner: { pollMs: 20 },
+      sync: { intervalMs: 0 },
+    } as never,
+  });
+  const vnfm = await startVnfm(config, { logger: createLogger('info', sink), noListen: true });
+  const call = async (method: 'GET' | 'POST', url: string, payload?: unknown) => {
+    const r = await vnfm.app.inject({ method, url, headers: H, ...(payload !== undefined ? { payload: payload as object } : {}) });
+    return { status: r.statusCode, body: r.body ? (JSON.parse(r.body) as Json) : {}, location: String(r.headers.location ?? '') };
+  };
+  const waitOp = async (opId: string): Promise<Json> => {
+    for (;;) {
+      const o = (await call('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`)).body;
+      if (['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK'].includes(o.operationState)) return o;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+  };
+  const lcm = async (url: string, payload: unknown): Promise<Json> => {
+    const r = await call('POST', url, payload);
+    if (r.status !== 202) throw new Error(`${url}: ${r.status} ${JSON.stringify(r.body)}`);
+    const o = await waitOp(r.location.split('/').pop() as string);
+    if (o.operationState !== 'COMPLETED') throw new Error(`${url}: ${o.operationState} ${JSON.stringify(o.error)}`);
+    return o;
+  };
+  try {
+    const created = await call('POST', '/vnfpkgm/v2/vnf_packages', {});
+    await vnfm.ctx.packages.upload(created.body.id, buildCsarFromDir(PKG));
+    await vnfm.ctx.packages.idle();
+    const vnfdId = (await call('GET', `/vnfpkgm/v2/vnf_packages/${created.body.id}`)).body.vnfdId;
+    const osVim = (await vnfm.ctx.vims.list()).find((v) => v.name === 'sim-openstack')?.id as string;
+    const req = JSON.parse(readFileSync(join(PKG, 'requests', 'instantiate-complex.json'), 'utf8').replaceAll('<lab password>', PASSWORD).replaceAll('<OpenStack VIM id>', osVim));
+    const id = (await call('POST', '/vnflcm/v2/vnf_instances', { vnfdId })).body.id;
+    const t0 = Date.now();
+    await lcm(`/vnflcm/v2/vnf_instances/${id}/instantiate`, req);
+    const instantiateMs = Date.now() - t0;
+
+    const measure = async (vnfcInfoId: string) => {
+      const o = await lcm(`/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [vnfcInfoId] });
+      const mine = lines.filter((l) => l.opOccId === o.id);
+      const vm = mine.filter((l) => l.msg === 'step done' && l.step === 'infra').reduce((a, l) => a + Number(l.ms), 0);
+      const joinMs = mine.filter((l) => l.msg === 'install script finished').reduce((a, l) => a + Number(l.ms), 0);
+      const total = new Date(o.stateEnteredTime).getTime() - new Date(o.startTime).getTime();
+      return { total, vm, join: joinMs, overhead: total - vm - joinMs };
+    };
+    const nodes = async () => (await call('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo.metadata.k8sCluster.nodes as Record<string, Json>;
+    const results: Record<'worker' | 'master', { total: number; vm: number; join: number; overhead: number }[]> = { worker: [], master: [] };
+    for (const role of ['worker', 'master'] as const) {
+      for (let i = 0; i < HEALS; i++) {
+        const list = Object.values(await nodes()).filter((n) => n.role === role);
+        const target = list[i % list.length] as Json;
+        results[role].push(await measure(target.vnfcInfoId));
+      }
+    }
+    const out = {
+      machine: { cpus: cpus().length, load: loadavg().map((x) => Math.round(x * 10) / 10) },
+      heals: HEALS,
+      instantiateComplexMs: instantiateMs,
+      worker: { totalMs: summary(results.worker.map((r) => r.total)), vmMs: summary(results.worker.map((r) => r.vm)), joinMs: summary(results.worker.map((r) => r.join)), overheadMs: summary(results.worker.map((r) => r.overhead)) },
+      master: { totalMs: summary(results.master.map((r) => r.total)), vmMs: summary(results.master.map((r) => r.vm)), joinMs: summary(results.master.map((r) => r.join)), overheadMs: summary(results.master.map((r) => r.overhead)) },
+    };
+    console.log(JSON.stringify(out, null, 2));
+  } finally {
+    await vnfm.close();
+    rmSync(dataDir, { recursive: true, force: true });
+  }
+}
+
+await main();
