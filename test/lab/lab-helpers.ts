@@ -7,6 +7,9 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
 import { Client } from 'ssh2';
+import { type Answer, call } from '../sim/openstack/helpers.ts';
+
+export { type Answer, call };
 
 /** What a command run over SSH gave, and the host key the server presented. */
 export interface SshResult {
@@ -103,32 +106,6 @@ export function addressesIn(ns: string): string[] {
   const out = execFileSync('ip', ['-n', ns, '-j', 'addr', 'show', 'dev', 'eth0'], { encoding: 'utf8' });
   const info = (JSON.parse(out) as { addr_info?: { family: string; local: string }[] }[])[0];
   return (info?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => a.local);
-}
-
-/** A JSON HTTP answer. */
-export interface Answer {
-  status: number;
-  headers: Headers;
-  // biome-ignore lint/suspicious/noExplicitAny: free-form JSON
-  body: any;
-}
-
-/** Sends a JSON request (redirects not followed). */
-export async function call(method: string, url: string, token?: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
-  const res = await fetch(url, {
-    method,
-    redirect: 'manual',
-    headers: { 'content-type': 'application/json', ...(token ? { 'x-auth-token': token } : {}), ...headers },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    // not JSON
-  }
-  return { status: res.status, headers: res.headers, body: parsed };
 }
 
 /** A Keystone session of the simulated cloud's admin: token and the Heat / Nova endpoints. */
