@@ -18,7 +18,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { parse as parseYaml } from 'yaml';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
-import { type Child, freePort, freeServerPort, GiveUp, http, type HttpAnswer, type Json, NotSent, rng, startChild, startThrowawayPg, Unknown, until } from './procs.ts';
+import { type Child, freePort, freeServerPort, GiveUp, listenOnServerPort, http, type HttpAnswer, type Json, NotSent, rng, startChild, startThrowawayPg, Unknown, until } from './procs.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const SIM_SECRET = 'chaos-sim-secret';
@@ -227,7 +227,13 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
 
     // ---- simulators
     const simEnv = { OS_SIM_ADMIN_SECRET: SIM_SECRET, SN_SIM_ADMIN_SECRET: SIM_SECRET };
-    const proxyPort = await freeServerPort();
+    // The proxy's port is bound now (the simulators are told its URL before it serves).
+    let proxyHandler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => {
+      res.writeHead(503).end();
+    };
+    const proxy = createServer((req, res) => proxyHandler(req, res));
+    const proxyPort = await listenOnServerPort(proxy);
+    cleanups.push(() => new Promise<void>((r) => proxy.close(() => r())));
     const proxyUrl = `http://127.0.0.1:${proxyPort}`;
     const osPort = await freePort();
     const osSim = startChild('sim-openstack', join(ROOT, 'src/sim/openstack/main.ts'), ['--port', String(osPort), '--heat-delay-ms', '50', '--vnfm-url', `${proxyUrl}/`], { cwd: ROOT, logDir, env: simEnv });
@@ -331,7 +337,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     };
 
     // ---- front proxy (publicUrl of every replica)
-    const proxy = createServer((req, res) => {
+    proxyHandler = (req, res) => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
@@ -359,9 +365,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
           }
         })();
       });
-    });
-    await new Promise<void>((r) => proxy.listen(proxyPort, '127.0.0.1', () => r()));
-    cleanups.push(() => new Promise<void>((r) => proxy.close(() => r())));
+    };
 
     // ---- subscriber
     interface Received {
@@ -372,7 +376,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       at: number;
     }
     const received: Received[] = [];
-    const subPort = await freeServerPort();
+    let subPort = 0;
     let subServer: Server | undefined;
     const onNotify = (req: IncomingMessage, res: ServerResponse): void => {
       if (req.method === 'GET') {
@@ -391,11 +395,13 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         }
       });
     };
-    const openSubscriber = (): Promise<void> =>
-      new Promise((r) => {
-        subServer = createServer(onNotify);
-        subServer.listen(subPort, '127.0.0.1', () => r());
-      });
+    // The first opening binds a free port; a reopening (after an outage) the same one again.
+    const openSubscriber = async (): Promise<void> => {
+      const server = createServer(onNotify);
+      if (subPort === 0) subPort = await listenOnServerPort(server);
+      else await new Promise<void>((r) => server.listen(subPort, '127.0.0.1', () => r()));
+      subServer = server;
+    };
     const closeSubscriber = (): Promise<void> =>
       new Promise((r) => {
         if (!subServer) return r();

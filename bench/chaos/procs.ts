@@ -55,6 +55,29 @@ export function freePort(): Promise<number> {
 }
 
 /**
+ * Listens `server` on a free port outside the kernel's ephemeral range (see {@link freeServerPort}),
+ * trying another port when one was taken between the probe and the bind (other test processes
+ * share the machine). Returns the port.
+ */
+export async function listenOnServerPort(server: import('node:net').Server): Promise<number> {
+  for (let i = 0; ; i++) {
+    const port = await freeServerPort();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        server.once('error', reject);
+        server.listen(port, '127.0.0.1', () => {
+          server.off('error', reject);
+          resolve();
+        });
+      });
+      return port;
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code !== 'EADDRINUSE' || i >= 20) throw e;
+    }
+  }
+}
+
+/**
  * A free port outside the kernel's ephemeral range (32768-60999 on Linux), for a server that is
  * killed and started again: in the ephemeral range, one of the many short client connections of
  * the run may hold the port as its local end meanwhile (EADDRINUSE at the restart).

@@ -84,6 +84,11 @@ export interface ScalePlan {
   fromLevel: number;
   toLevel: number;
   additionalParams: Record<string, unknown>;
+  /**
+   * Scale in: the VIM resources (compute resource ids) the VNFM decided to remove, as its grant
+   * request names them; drivers that can choose remove exactly these (management hooks acted on them).
+   */
+  removeResourceIds?: string[];
 }
 
 /** One VNFC as the VIM reports it. */

@@ -41,12 +41,14 @@ export class FakeDriver implements InfraDriver {
     if (queued?.length) throw queued.shift();
   }
 
-  private reconcile(ctx: InfraContext): void {
+  /** Brings the VNFC counts to the targets; a scale in removes the VNFM's choice first (`remove`), then the newest. */
+  private reconcile(ctx: InfraContext, remove: readonly string[] = []): void {
     const list = this.vims.get(ctx.instance.id) ?? [];
     for (const [vduId, n] of Object.entries(ctx.targetVduCounts)) {
       const mine = list.filter((v) => v.vduId === vduId);
       for (let i = mine.length; i < n; i++) list.push({ vduId, resourceId: randomUUID(), key: `${vduId}/${randomUUID().slice(0, 6)}` });
-      for (const extra of mine.slice(n)) list.splice(list.indexOf(extra), 1);
+      const order = [...mine.filter((v) => remove.includes(v.resourceId)), ...mine.filter((v) => !remove.includes(v.resourceId)).reverse()];
+      for (const extra of order.slice(0, Math.max(0, mine.length - n))) list.splice(list.indexOf(extra), 1);
     }
     this.vims.set(ctx.instance.id, list);
   }
@@ -59,9 +61,9 @@ export class FakeDriver implements InfraDriver {
     await this.gate('terminate');
     this.vims.delete(ctx.instance.id);
   }
-  async scale(ctx: InfraContext, _plan: ScalePlan): Promise<void> {
+  async scale(ctx: InfraContext, plan: ScalePlan): Promise<void> {
     await this.gate('scale');
-    this.reconcile(ctx);
+    this.reconcile(ctx, plan.removeResourceIds);
   }
   async heal(ctx: InfraContext, plan: HealPlan): Promise<void> {
     await this.gate('heal');

@@ -138,6 +138,12 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
     assert.equal(r.code, 0, r.stderr);
     return Object.fromEntries((JSON.parse(r.stdout).members as Json[]).map((m) => [m.name, m.isLearner === true]));
   };
+  /** The masters the running HAProxy of a master serves (its runtime API): what a reload took in. */
+  const haproxyLive = async (ip: string): Promise<string[]> => {
+    const r = await ssh(ip, "echo 'show servers state kubernetes-apiserver' | sudo socat stdio /etc/haproxy/admin.sock");
+    assert.equal(r.code, 0, r.stderr);
+    return [...r.stdout.matchAll(/^\d+ kubernetes-apiserver \d+ (master\d+) /gm)].map((m) => m[1] as string).sort();
+  };
   const haproxyServers = async (ip: string): Promise<string[]> => {
     const r = await ssh(ip, 'cat /etc/haproxy/haproxy.cfg');
     return [...r.stdout.matchAll(/^\s*server\s+(master\d+)\s/gm)].map((m) => m[1] as string).sort();
@@ -324,7 +330,9 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
         assert.equal(Object.keys(members).length, 3, JSON.stringify(members));
         assert.ok(Object.values(members).every((l) => l === false), 'no learner left');
         assert.ok(name in members);
-        for (const ip of ips) assert.deepEqual(await haproxyServers(ip), Object.keys(members).sort(), `HAProxy of ${ip}`);
+        for (const ip of ips) assert.deepEqual(await haproxyServers(ip), Object.keys(members).sort(), `HAProxy configuration of ${ip}`);
+        // The survivors' running HAProxy serves the healed master (validated and reloaded).
+        for (const ip of ips.filter((x) => x !== targetIp)) assert.deepEqual(await haproxyLive(ip), Object.keys(members).sort(), `running HAProxy of ${ip}`);
         assert.notEqual((await clusterNodes(id))[name].etcdMemberId, node.etcdMemberId, 'a new member id recorded');
         await allReady(id, 5);
       });

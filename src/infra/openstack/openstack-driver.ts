@@ -15,8 +15,9 @@
  *   of the top stack, which makes Heat replace exactly the marked resources.
  * - Entire heal deletes and re-creates the stack from the current package and the current
  *   parameters (the scale level of now, not of instantiation).
- * - Scale-in marks the newest members of each shrinking AutoScalingGroup unhealthy before the
- *   update: Heat removes failed members first, so the members Tacker would pick go. When Heat
+ * - Scale-in marks the members the VNFM chose (its grant's removals: the newest, as Tacker picks)
+ *   of each shrinking AutoScalingGroup unhealthy before the update: Heat removes failed members
+ *   first, so exactly those go (the management hooks acted on them). When Heat
  *   cannot be steered (other group types, a refused mark) its own choice is accepted.
  *
  * Errors: the instance's stack gone (404 or `DELETE_COMPLETE`) where one must exist (observe,
@@ -249,7 +250,7 @@ export class OpenStackDriver implements InfraDriver {
   async scale(ctx: InfraContext, plan: ScalePlan): Promise<void> {
     await this.guard(`scale (${plan.type} ${plan.aspectId})`, async () => {
       const s = this.session(ctx.vim);
-      await this.resize(ctx, s, 'scale', ctx.targetVduCounts, plan.additionalParams.nfv);
+      await this.resize(ctx, s, 'scale', ctx.targetVduCounts, plan.additionalParams.nfv, new Set(plan.removeResourceIds ?? []));
     });
   }
 
@@ -635,10 +636,11 @@ export class OpenStackDriver implements InfraDriver {
 
   /**
    * PATCHes the stack's `nfv` so each VDU has `counts` members. For every shrinking
-   * AutoScalingGroup the newest members are marked unhealthy first (Heat removes failed members
-   * first); their marks and the update are recorded in `ctx.state[key]`.
+   * AutoScalingGroup the members the VNFM chose (`preferred` server ids: its grant's removals),
+   * then the newest, are marked unhealthy first (Heat removes failed members first); their marks
+   * and the update are recorded in `ctx.state[key]`.
    */
-  private async resize(ctx: InfraContext, s: VimSession, key: 'scale' | 'scaleRollback', counts: Readonly<Record<string, number>>, requestNfv: unknown): Promise<void> {
+  private async resize(ctx: InfraContext, s: VimSession, key: 'scale' | 'scaleRollback', counts: Readonly<Record<string, number>>, requestNfv: unknown, preferred: ReadonlySet<string> = new Set()): Promise<void> {
     const stack = await this.requireStack(ctx, s.heat);
     const ref = refOf(stack);
     const progress = this.progress(ctx, key);
@@ -651,7 +653,7 @@ export class OpenStackDriver implements InfraDriver {
     await this.settle(ctx, s.heat, ref);
     if (!progress.updateIssued && shrinking) {
       const rows = await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal });
-      await this.markScaleInVictims(ctx, s, ref, rows, counts, progress);
+      await this.markScaleInVictims(ctx, s, ref, rows, counts, progress, preferred);
     }
     progress.updateIssued = true;
     await ctx.checkpoint();
@@ -667,6 +669,7 @@ export class OpenStackDriver implements InfraDriver {
     rows: readonly HeatResource[],
     counts: Readonly<Record<string, number>>,
     progress: UpdateProgress,
+    preferred: ReadonlySet<string> = new Set(),
   ): Promise<void> {
     const located = locateResources(top, rows);
     const ownerOf = new Map<string, LocatedResource>();
@@ -688,7 +691,9 @@ export class OpenStackDriver implements InfraDriver {
         ctx.log.info({ step: 'heat.scale_in', vduId }, 'VDU is not in an AutoScalingGroup: Heat chooses the members to remove');
         continue;
       }
-      members.sort((a, b) => String(b.row.creation_time ?? '').localeCompare(String(a.row.creation_time ?? '')));
+      // The VNFM's choice (the grant's removals) first, then the newest.
+      const chosen = (m: LocatedResource): boolean => servers.some((srv) => preferred.has(srv.row.physical_resource_id) && ownerOf.get(srv.stack.id) === m);
+      members.sort((a, b) => Number(chosen(b)) - Number(chosen(a)) || String(b.row.creation_time ?? '').localeCompare(String(a.row.creation_time ?? '')));
       for (const m of members.slice(0, servers.length - want)) {
         if (/_FAILED$/.test(m.row.resource_status ?? '')) continue; // removed first anyway
         await this.mark(ctx, s, m, progress, 'scale in: removed by the VNFM', true);

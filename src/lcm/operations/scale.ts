@@ -2,13 +2,31 @@
 import { vnfmError } from '../../errors.ts';
 import type { ScalePlan } from '../../infra/infra-driver.ts';
 import type { ScaleCommand } from '../../model/lcm-command.ts';
+import type { VnfcResourceInfo, VnfInstanceRecord } from '../../model/vnf-instance.ts';
+import type { FlavourModel } from '../../packages/vnfd-model.ts';
 import { validateScale, vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { ResourceDefinition } from '../../nfvo/grant-client.ts';
 import { addCompute, currentLevels, type OpPlan, type OperationHandler, removeCompute } from './handler.ts';
 
-/** The driver's view of a scale. */
-export function scalePlanOf(command: ScaleCommand, plan: OpPlan): ScalePlan {
-  return { type: command.type, aspectId: command.aspectId, numberOfSteps: command.numberOfSteps, fromLevel: plan.fromLevel ?? 0, toLevel: plan.toLevel ?? 0, additionalParams: command.additionalParams };
+/** The driver's view of a scale (`removeResourceIds`: the scale-in victims the grant names). */
+export function scalePlanOf(command: ScaleCommand, plan: OpPlan, removeResourceIds?: string[]): ScalePlan {
+  return { type: command.type, aspectId: command.aspectId, numberOfSteps: command.numberOfSteps, fromLevel: plan.fromLevel ?? 0, toLevel: plan.toLevel ?? 0, additionalParams: command.additionalParams, ...(removeResourceIds && removeResourceIds.length > 0 ? { removeResourceIds } : {}) };
+}
+
+/**
+ * The VNFCs a scale in removes, per shrinking VDU the first ones of vnfcResourceInfo (the newest:
+ * the instance lists them newest first, as Tacker). The grant request names them, the management
+ * hooks act on them, and the infra driver removes exactly them.
+ */
+function scaleInVictims(instance: VnfInstanceRecord, flavour: FlavourModel, command: ScaleCommand, plan: OpPlan): VnfcResourceInfo[] {
+  const existing = instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
+  const cur = vnfcCountAtLevel(flavour, undefined, { ...plan.targetScaleLevels, [command.aspectId]: plan.fromLevel ?? 0 });
+  const out: VnfcResourceInfo[] = [];
+  for (const [vdu, n] of Object.entries(plan.targetVduCounts)) {
+    const delta = n - (cur[vdu] ?? 0);
+    if (delta < 0) out.push(...existing.filter((x) => x.vduId === vdu).slice(0, -delta));
+  }
+  return out;
 }
 
 export const scale: OperationHandler<'SCALE'> = {
@@ -36,19 +54,14 @@ export const scale: OperationHandler<'SCALE'> = {
   },
   grant({ command, instance, flavour, plan }) {
     const add: ResourceDefinition[] = [];
-    const remove: ResourceDefinition[] = [];
-    const existing = instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
     const cur = vnfcCountAtLevel(flavour, undefined, { ...plan.targetScaleLevels, [command.aspectId]: plan.fromLevel ?? 0 });
     for (const [vdu, n] of Object.entries(plan.targetVduCounts)) {
       const delta = n - (cur[vdu] ?? 0);
       if (delta > 0) addCompute(flavour, vdu, delta, add);
-      // vnfcResourceInfo lists the newest VNFCs of a VDU first, and scale in removes the newest (as
-      // Tacker; the OpenStack driver marks exactly these for Heat): the head of the list.
-      if (delta < 0) for (const r of existing.filter((x) => x.vduId === vdu).slice(0, -delta)) remove.push(removeCompute(r));
     }
-    return { add, remove };
+    return { add, remove: scaleInVictims(instance, flavour, command, plan).map(removeCompute) };
   },
-  infra: (driver, ictx, { command, plan }) => driver.scale(ictx, scalePlanOf(command, plan)),
+  infra: (driver, ictx, { command, plan, instance, flavour }) => driver.scale(ictx, scalePlanOf(command, plan, scaleInVictims(instance, flavour, command, plan).map((r) => r.computeResource.resourceId))),
   observes: true,
   instantiatedAfter: true,
   rollback: {
