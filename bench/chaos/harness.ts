@@ -399,7 +399,11 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     const openSubscriber = async (): Promise<void> => {
       const server = createServer(onNotify);
       if (subPort === 0) subPort = await listenOnServerPort(server);
-      else await new Promise<void>((r) => server.listen(subPort, '127.0.0.1', () => r()));
+      else
+        await new Promise<void>((resolve, reject) => {
+          server.once('error', reject);
+          server.listen(subPort, '127.0.0.1', () => resolve());
+        });
       subServer = server;
     };
     const closeSubscriber = (): Promise<void> =>
