@@ -11,7 +11,7 @@
  * hosts a lab of the same directory left running (the VNFM was killed): those are adopted as they
  * are, so a VNFM crash does not take the VMs down.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { closeSync, existsSync, mkdirSync, openSync, readdirSync, readFileSync, renameSync, rmdirSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
@@ -535,6 +535,31 @@ export class Fleet {
       if (Date.now() > deadline) throw new Error(`lab host ${ip}: sshd does not accept connections after 15 s`);
       await new Promise((r) => setTimeout(r, 25));
     }
+  }
+
+  /**
+   * Kills every process of the host at once, synchronously (the caller is the simulated Nova
+   * deleting the server: nothing of the old machine may answer on its address once the deletion
+   * returns, before a new server gets the address). The bookkeeping follows with {@link kill} or
+   * {@link destroy}. Returns how many processes were killed.
+   */
+  killNow(ip: string): number {
+    if (!this.hostsByIp.has(ip)) return 0;
+    let killed = 0;
+    for (let round = 0; round < 5; round++) {
+      const r = spawnSync('ip', ['netns', 'pids', namespaceOf(ip)], { encoding: 'utf8', env: { PATH: SYSTEM_PATH } });
+      const pids = (r.status === 0 ? r.stdout : '').split(/\s+/).filter(Boolean).map(Number).filter((n) => Number.isInteger(n) && n > 0 && n !== process.pid);
+      if (pids.length === 0) break;
+      for (const pid of pids) {
+        try {
+          process.kill(pid, 'SIGKILL');
+          killed++;
+        } catch {
+          // already gone
+        }
+      }
+    }
+    return killed;
   }
 
   /**

@@ -97,6 +97,15 @@ export class Provisioner {
     for (const h of this.o.fleet.list()) for (const a of h.extraAddresses) this.held.set(a, h.ip);
     this.unsubscribe = this.o.cloud.onServerLifecycle((ev) => {
       if (ev.cause === 'reboot' && ev.server) this.reboots.add(ev.server.id);
+      // A deleted server's machine stops now, not at the next reconcile: its address may be given
+      // to a new server at once (a whole-VNF heal), which must not find the old sshd answering.
+      if (ev.event === 'server.deleted' && ev.server) {
+        for (const h of this.o.fleet.list()) {
+          if (h.generation !== ev.server.id) continue;
+          this.o.fleet.killNow(h.ip);
+          this.failNode(h.ip, 'server deleted');
+        }
+      }
       this.kick();
     });
     this.kick();
