@@ -12,6 +12,8 @@ export interface KubeadmDriverConfig {
   sshBackoffMaxMs: number;
   /** Total time allowed to reach a VM created by the running operation (it may still be booting). */
   sshNewVmDeadlineMs: number;
+  /** First back-off while waiting for a VM created by the operation (it is booting: poll soon). */
+  sshNewVmBackoffInitialMs: number;
   /** Back-off cap while waiting for a VM created by the operation. */
   sshNewVmBackoffMaxMs: number;
   /** Timeout of an ordinary remote command. */
@@ -55,6 +57,7 @@ export const KUBEADM_DEFAULTS: Readonly<KubeadmDriverConfig> = Object.freeze({
   sshBackoffInitialMs: 5_000,
   sshBackoffMaxMs: 60_000,
   sshNewVmDeadlineMs: 600_000,
+  sshNewVmBackoffInitialMs: 500,
   sshNewVmBackoffMaxMs: 15_000,
   commandTimeoutMs: 60_000,
   installTimeoutMs: 2_700_000,
@@ -64,7 +67,7 @@ export const KUBEADM_DEFAULTS: Readonly<KubeadmDriverConfig> = Object.freeze({
   ownerWaitTimeoutMs: 600_000,
   nodeReadyTimeoutMs: 600_000,
   etcdWaitTimeoutMs: 600_000,
-  pollIntervalMs: 2_000,
+  pollIntervalMs: 500,
   tokenPollIntervalMs: 2_000,
   tokenWaitTimeoutMs: 120_000,
   etcdMaxRaftLag: 1_000,

@@ -147,7 +147,7 @@ export class RunContext {
         };
     const base: ConnectOptions = { hostKey, signal: this.signal, secrets: [...this.secrets], backoffInitialMs: this.cfg.sshBackoffInitialMs };
     if (attempts !== undefined) return { ...base, attempts, backoffMaxMs: this.cfg.sshBackoffMaxMs };
-    if (created) return { ...base, deadlineMs: this.cfg.sshNewVmDeadlineMs, backoffMaxMs: this.cfg.sshNewVmBackoffMaxMs };
+    if (created) return { ...base, deadlineMs: this.cfg.sshNewVmDeadlineMs, backoffInitialMs: this.cfg.sshNewVmBackoffInitialMs, backoffMaxMs: this.cfg.sshNewVmBackoffMaxMs };
     return { ...base, attempts: this.cfg.sshAttempts, backoffMaxMs: this.cfg.sshBackoffMaxMs };
   }
 
