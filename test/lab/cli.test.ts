@@ -125,7 +125,18 @@ describe('vnfm start --lab (the CLI as a child process)', { skip: lab.skip }, ()
   it('survives a VNFM crash: the host keeps running, the restarted VNFM adopts it as it is', async () => {
     const c = cli as Cli;
     // the simulated cloud has saved the server before the crash
-    await until('the cloud state saved', () => existsSync(join(dir, 'data', 'sim', 'openstack.json')) && readFileSync(join(dir, 'data', 'sim', 'openstack.json'), 'utf8').includes(serverId), 10_000);
+    // (the server ACTIVE in it: a state saved while it was still building would restore no VM to adopt)
+    const savedActive = (): boolean => {
+      const file = join(dir, 'data', 'sim', 'openstack.json');
+      if (!existsSync(file)) return false;
+      try {
+        const saved = JSON.parse(readFileSync(file, 'utf8')) as { state?: { compute?: { servers?: { id: string; status: string }[] } } };
+        return saved.state?.compute?.servers?.some((x) => x.id === serverId && x.status === 'ACTIVE') === true;
+      } catch {
+        return false; // being written
+      }
+    };
+    await until('the cloud state saved', () => savedActive(), 10_000);
     c.child.kill('SIGKILL');
     await guard('the VNFM to die', c.exited, 30_000);
     const during = await trySsh(ip, 'hvlab', password, 'hostname');
