@@ -29,6 +29,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type KubernetesSim, startKubernetesSim } from '../../src/sim/kubernetes/index.ts';
 import { stage } from '../helpers/stages.ts';
+import { waitFor } from '../sim/kubernetes/sim-test-helpers.ts';
 import { ROOT } from '../helpers/packages.ts';
 
 const lab = await stage('lab');
@@ -56,20 +57,7 @@ interface Run {
 }
 
 /** Polls until `fn` returns a truthy value; the deadline only fails the test. */
-async function until<T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  let last: unknown;
-  for (;;) {
-    try {
-      const v = await fn();
-      if (v) return v as T;
-    } catch (e) {
-      last = e;
-    }
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}${last ? `: ${(last as Error).message}` : ''}`);
-    await new Promise((r) => setTimeout(r, 100));
-  }
-}
+const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, timeoutMs = 60_000): Promise<T> => waitFor(what, fn, timeoutMs, 100);
 
 function pidAlive(pid: number): boolean {
   try {
