@@ -16,10 +16,13 @@ import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { csarOf, onboard, ROOT } from '../helpers/packages.ts';
+import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { stage } from '../helpers/stages.ts';
 import { sshRun } from '../lab/lab-helpers.ts';
 
 const lab = await stage('lab');
+// One lab test file at a time (see test/helpers/lab-exclusive.ts).
+if (!lab.skip) await labTestsExclusive();
 
 // biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON here
 type Json = any;

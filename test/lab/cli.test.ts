@@ -14,11 +14,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { acquireLabLock } from '../../src/lab/index.ts';
 import { REPO_ROOT } from '../helpers/fixtures.ts';
+import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { stage } from '../helpers/stages.ts';
 import { guard, until } from '../helpers/wait.ts';
 import { bridgeExists, call, labNamespaces, login, oneServerTemplate, trySsh } from './lab-helpers.ts';
 
 const lab = await stage('lab');
+// One lab test file at a time (see test/helpers/lab-exclusive.ts).
+if (!lab.skip) await labTestsExclusive();
 
 // biome-ignore lint/suspicious/noExplicitAny: log lines
 type Line = any;

@@ -11,11 +11,14 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { ensureUser, installSudoers, removeSudoers } from '../../src/lab/access.ts';
 import { defaultBinDir, Fleet, acquireLabLock } from '../../src/lab/index.ts';
+import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { stage } from '../helpers/stages.ts';
 import { until } from '../helpers/wait.ts';
 import { bridgeExists, labNamespaces, portState, sshRun } from './lab-helpers.ts';
 
 const lab = await stage('lab');
+// One lab test file at a time (see test/helpers/lab-exclusive.ts).
+if (!lab.skip) await labTestsExclusive();
 
 describe('lab fleet: hosts in network namespaces with sshd', { skip: lab.skip }, () => {
   const user = 'hvlab';

@@ -12,11 +12,14 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { acquireLabLock, type Lab, startLab } from '../../src/lab/index.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
+import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { stage } from '../helpers/stages.ts';
 import { until } from '../helpers/wait.ts';
 import { addressesIn, call, labNamespaces, login, oneServerTemplate, portState, type Session, sshRun, trySsh } from './lab-helpers.ts';
 
 const lab = await stage('lab');
+// One lab test file at a time (see test/helpers/lab-exclusive.ts).
+if (!lab.skip) await labTestsExclusive();
 
 // biome-ignore lint/suspicious/noExplicitAny: JSON documents
 type Doc = any;
