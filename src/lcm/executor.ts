@@ -293,8 +293,7 @@ export class Executor {
       filesCache ??= this.d.packages.files(instance.vnfPkgId);
       return filesCache;
     };
-    const instantiateParams = command.operation === 'INSTANTIATE' ? {} : await this.d.mgmtStore.instantiateParams(instance.id);
-    return { instance, handler, command, vnfd, flavour, vim, vimKey: vimKey ?? 'vim1', files, instantiateParams };
+    return { instance, handler, command, vnfd, flavour, vim, vimKey: vimKey ?? 'vim1', files };
   }
 
   /** Computes and freezes the op's targets (levels, VNFC counts) in its checkpoint, so retries use the same. */
@@ -358,7 +357,8 @@ export class Executor {
       previousInstance: before,
       targets: mgmtTargets(all.command, before, all.instance, removed),
       params: (all.command as { additionalParams?: Record<string, unknown> }).additionalParams ?? {},
-      instantiateParams: all.command.operation === 'INSTANTIATE' ? ((all.command as { additionalParams?: Record<string, unknown> }).additionalParams ?? {}) : all.instantiateParams,
+      // INSTANTIATE: its own parameters; other operations: read in hook(), only when a driver acts.
+      instantiateParams: all.command.operation === 'INSTANTIATE' ? ((all.command as { additionalParams?: Record<string, unknown> }).additionalParams ?? {}) : {},
       opOcc: op,
       command: all.command,
       request: op.operationParams,
@@ -416,6 +416,7 @@ export class Executor {
   private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger, previous?: VnfInstanceRecord): Promise<void | 'skipped'> {
     const mctx = this.mgmtContext(op, ctx, hook, all, grant, log, previous);
     if (!this.d.mgmt.applies(mctx)) return 'skipped';
+    if (all.command.operation !== 'INSTANTIATE') mctx.instantiateParams = await this.d.mgmtStore.instantiateParams(all.instance.id);
     await this.lease(ctx).confirm();
     try {
       const r = await this.d.mgmt.run(mctx, this.driverScope(op, ctx, all.instance.id));
