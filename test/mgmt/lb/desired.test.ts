@@ -15,7 +15,9 @@ import {
   membershipOnly,
   nodePortFrontends,
   parseLbConfig,
+  parseOwnerSection,
   renderOwnerSection,
+  withNodeMembers,
   sha256,
   shapeOf,
 } from '../../../src/mgmt/lb/index.ts';
@@ -144,5 +146,39 @@ describe('membershipOnly', () => {
   it('is undefined when a port or a frontend changes (a reload is needed)', () => {
     assert.equal(membershipOnly(live, cfg([{ name: 'w1', address: '10.0.0.1' }], 30081)), undefined);
     assert.equal(membershipOnly(live, { owner: 'cnf-a', frontends: [] }), undefined);
+  });
+});
+
+describe('parseOwnerSection / withNodeMembers', () => {
+  const c: LbOwnerConfig = {
+    owner: lbOwner('cluster', ID_B),
+    frontends: [
+      apiServerFrontend({ masters: [{ name: 'master11', address: '10.87.0.11' }] }),
+      ...nodePortFrontends({ instanceId: ID_A, services, nodes }).frontends,
+      { name: 'v6', bind: 30999, servers: [{ name: 'n6', address: 'fd00::1', port: 30999 }], check: 'check inter 5s' },
+    ],
+  };
+  it('reads a rendered section back into the same config (render -> parse -> render is the identity)', () => {
+    const text = renderOwnerSection(c);
+    const back = parseOwnerSection(text);
+    assert.ok(back);
+    assert.equal(renderOwnerSection(back), text);
+    assert.equal(back.owner, c.owner);
+  });
+  it('refuses a section edited by hand', () => {
+    const text = renderOwnerSection(c).replace('    option tcplog', '    option tcplog\n    timeout client 5s');
+    assert.equal(parseOwnerSection(text), undefined);
+  });
+  it('gives node-port backends the current Ready nodes, leaves the API server backend alone', () => {
+    const now = withNodeMembers(c, [{ name: 'worker-x', address: '10.87.0.40', ready: true, schedulable: true }, { name: 'worker-y', address: '10.87.0.41', ready: false, schedulable: true }]);
+    const api = now.frontends.find((f) => f.name === 'kubernetes-apiserver');
+    assert.deepEqual(api?.servers, [{ name: 'master11', address: '10.87.0.11', port: 6443 }]);
+    const web = now.frontends.find((f) => f.bind === 30080);
+    assert.deepEqual(web?.servers, [{ name: 'worker-x', address: '10.87.0.40', port: 30080 }]);
+    assert.equal(membershipOnly(renderOwnerSection(c), now), undefined, 'a frontend with its own check arguments needs a reload');
+    const plain = { ...c, frontends: c.frontends.filter((f) => f.name !== 'v6') };
+    const changes = membershipOnly(renderOwnerSection(plain), withNodeMembers(plain, [{ name: 'worker-x', address: '10.87.0.40', ready: true, schedulable: true }]));
+    assert.deepEqual(changes?.find((x) => x.backend === web?.name)?.remove.sort(), ['worker-a', 'worker-b']);
+    assert.equal(changes?.some((x) => x.backend === 'kubernetes-apiserver'), false);
   });
 });

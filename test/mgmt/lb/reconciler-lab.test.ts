@@ -9,7 +9,7 @@ import { createServer, connect, type Server } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { isVnfmError } from '../../../src/errors.ts';
 import { acquireLabLock, type Lab, startLab } from '../../../src/lab/index.ts';
-import { type LbFrontend, readLbState, reconcileOwner, removeOwner } from '../../../src/mgmt/lb/index.ts';
+import { type LbFrontend, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../../src/mgmt/lb/index.ts';
 import { connectSsh, type SshSession } from '../../../src/mgmt/ssh/ssh-executor.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../../src/sim/openstack/index.ts';
 import { labTestsExclusive } from '../../helpers/lab-exclusive.ts';
@@ -177,6 +177,37 @@ describe('LB reconciler on the lab\'s load-balancer host (real HAProxy)', { skip
     assert.equal(st.owners['cnf-a']?.hash, hashA);
     assert.equal(st.recordedHash, st.fileHash);
     assert.equal(await answer(lbIp, 30102), 'a2\n');
+  });
+
+  it('follows node changes in every CNF section through the runtime API (no reload), and reports hand edits as drift', async () => {
+    const pid = await haproxyPid();
+    // a node-port style backend: the servers listen on the frontend's own port (a local listener on the bridge stands for the nodes)
+    const np = createServer((c) => c.end('node-port\n'));
+    await new Promise<void>((r) => np.listen(30104, theLab.bridgeIp, () => r()));
+    backends.push(np);
+    await reconcileOwner(lb, { owner: 'cnf-n', frontends: [fe('fn', 30104, [{ name: 'old-node', port: 30104 }])] });
+    const pidAfterAdd = await haproxyPid();
+    const r = await reconcileNodeMembers(lb, [{ name: 'new-node', address: theLab.bridgeIp, ready: true, schedulable: true }, { name: 'down-node', address: '10.87.0.99', ready: false, schedulable: true }]);
+    assert.deepEqual(r.skipped, []);
+    const n = r.results.find((x) => x.owner === 'cnf-n');
+    assert.equal(n?.action, 'runtime', JSON.stringify(r));
+    assert.ok(n?.runtime?.includes('del server fn/old-node'));
+    assert.ok(r.results.filter((x) => x.owner !== 'cnf-n').every((x) => x.action !== 'reload' && x.action !== 'start'), 'the other sections only change members');
+    assert.equal(await haproxyPid(), pidAfterAdd, 'no reload');
+    assert.notEqual(pidAfterAdd, pid, 'the new section itself needed one');
+    const state = await sh('echo "show servers state fn" | socat stdio UNIX-CONNECT:/etc/haproxy/admin.sock');
+    assert.match(state, / new-node /);
+    assert.doesNotMatch(state, / old-node | down-node /);
+    assert.equal(await answer(lbIp, 30104), 'node-port\n');
+    // a hand edit of one section: drift of that owner only
+    await sh(`sed -i 's/^    server new-node /    server new-node2 /' /etc/haproxy/haproxy.cfg`);
+    const st = await readLbState(lb);
+    assert.equal(st.fileDrift, true);
+    assert.equal(st.owners['cnf-n']?.drift, true);
+    assert.equal(st.owners['cnf-b']?.drift, false);
+    assert.deepEqual((await reconcileNodeMembers(lb, [{ name: 'new-node', address: theLab.bridgeIp, ready: true, schedulable: true }])).results.find((x) => x.owner === 'cnf-n')?.drift, { file: true, section: true });
+    assert.equal((await readLbState(lb)).fileDrift, false, 'corrected');
+    await removeOwner(lb, 'cnf-n');
   });
 
   it('removes one owner (its ports refused) and keeps the other; removing again is a no-op', async () => {
