@@ -218,8 +218,15 @@ function recordPath(cfg: string): string {
   return `${cfg}.healvnfm.json`;
 }
 
-function recordOf(text: string, owners: ReadonlyMap<string, string>): LbRecord {
-  return { file: sha256(text), owners: Object.fromEntries([...owners].sort(([a], [b]) => (a < b ? -1 : 1)).map(([o, t]) => [o, sha256(t)])) };
+/**
+ * The record after applying `owner`: the new file's hash, this owner's new section hash, and for
+ * the other owners their previous record (their sections are not ours to vouch for: a hand edit
+ * there stays drift until their owner applies again); owners never recorded get their live hash.
+ */
+function recordOf(text: string, owners: ReadonlyMap<string, string>, owner: string, previous: LbRecord | undefined): LbRecord {
+  const out: Record<string, string> = {};
+  for (const o of [...owners.keys()].sort()) out[o] = o !== owner && previous?.owners[o] !== undefined ? (previous.owners[o] as string) : sha256(owners.get(o) as string);
+  return { file: sha256(text), owners: out };
 }
 
 async function readParsed(h: LbHost): Promise<{ text: string | undefined; parsed: ParsedLbConfig; recorded: LbRecord | undefined }> {
@@ -308,11 +315,12 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   const hash = section ? sha256(section) : null;
   const after = portsOf(section);
   const fileHash = sha256(next);
-  const record = recordOf(next, owners);
+  const record = recordOf(next, owners, owner, recorded);
   const base = { owner, hash, fileHash, ports: { before, after }, ...(drift.file || drift.section ? { drift } : {}) };
   const running = await h.running();
   if (text === next && running) {
-    if (JSON.stringify(recorded) !== JSON.stringify(record)) await h.record(record);
+    // nothing written: the record stays (a drift elsewhere in the file stays visible), unless there is none yet
+    if (!recorded || recorded.owners[owner] !== hash) await h.record({ file: recorded?.file ?? fileHash, owners: { ...(recorded?.owners ?? {}), ...(hash ? { [owner]: hash } : {}) } });
     return { ...base, action: 'unchanged' };
   }
   // membership only: runtime API first, then the file (validated) without a reload
