@@ -12,7 +12,8 @@
  *   not run). An invalid file is removed and the live configuration stays untouched; the error
  *   names haproxy's message.
  *
- * After a reload every desired port must listen and no removed port may (`ss -lnt`). What was
+ * After a reload every desired port must listen and no removed port may (`ss -lnt`), and every
+ * backend of the owner must serve exactly its desired servers (`show servers state`). What was
  * applied is recorded next to the file (`<cfg>.healvnfm.json`: the file's hash and each owner's
  * section hash, whoever applied it): a live file or an owner's section that differs from its
  * record is drift — reported in the result and corrected by the same apply (for the owner being
@@ -265,6 +266,25 @@ async function waitPorts(h: LbHost, want: number[], gone: number[]): Promise<voi
   }
 }
 
+/**
+ * After a reload: every backend of the owner serves exactly its desired servers, as the running
+ * HAProxy reports them (`show servers state`). Skipped when the admin socket cannot be reached.
+ */
+async function verifyServers(h: LbHost, socket: string | undefined, desired: LbOwnerConfig): Promise<void> {
+  for (const f of desired.frontends) {
+    const st = await h.runtime(socket, `show servers state ${f.name}`);
+    if (!st) return;
+    if (st.code !== 0 || !/srv_name/.test(st.stdout)) {
+      throw terminalError('VNFM_ERR_MGMT_FAILED', `HAProxy on the load balancer ${h.name} does not know backend ${f.name} after the reload: ${tail(st.stdout || st.stderr)}`);
+    }
+    const have = parseServersState(st.stdout).map((x) => x.name).sort();
+    const want = f.servers.map((x) => x.name).sort();
+    if (JSON.stringify(have) !== JSON.stringify(want)) {
+      throw terminalError('VNFM_ERR_MGMT_FAILED', `HAProxy on the load balancer ${h.name} serves [${have.join(', ')}] in backend ${f.name} after the reload, not [${want.join(', ')}]`);
+    }
+  }
+}
+
 /** Applies membership changes through the runtime API; false when any command was refused. */
 async function applyRuntime(h: LbHost, socket: string | undefined, changes: ServerChanges[], sent: string[]): Promise<boolean> {
   const send = async (cmd: string, ok: RegExp): Promise<boolean> => {
@@ -339,6 +359,7 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
       await h.swap(staged, record);
       await h.run(h.o.reloadCommand, 'reload haproxy');
       await waitPorts(h, after, before.filter((p) => !after.includes(p)));
+      await verifyServers(h, adminSocketPath(next), desired);
       return { ...base, action: 'reload', runtime: sent };
     }
   }
@@ -347,6 +368,7 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   const action = running ? 'reload' : 'start';
   await h.run(running ? h.o.reloadCommand : h.o.startCommand, `${action} haproxy`);
   await waitPorts(h, after, before.filter((p) => !after.includes(p)));
+  if (desired) await verifyServers(h, adminSocketPath(next), desired);
   return { ...base, action };
 }
 
