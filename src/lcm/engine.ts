@@ -8,6 +8,7 @@ import { InfraDriverRegistry } from '../infra/infra-driver.ts';
 import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
 import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import { createNodePortLbDriver } from '../mgmt/drivers/cnf-nodeport-lb/index.ts';
 import { createKubeadmDriver, driverConfig as kubeadmConfig } from '../mgmt/drivers/k8s-kubeadm/index.ts';
 import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { ConfigError } from '../config.ts';
@@ -46,6 +47,7 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
     throw new ConfigError((e as Error).message);
   }
   mgmt.register(createKubeadmDriver());
+  mgmt.register(createNodePortLbDriver());
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config);
   const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);
