@@ -16,6 +16,7 @@ import { errorHandler, problem, sendProblem } from './problem.ts';
 import { faultIntakeRoutes } from './autoheal/fault-intake-routes.ts';
 import { ledgerRoutes } from './autoheal/ledger-routes.ts';
 import { registerVimRoutes } from './vims/routes.ts';
+import { registerServerNotifierRoutes } from './vims/server-notifier-routes.ts';
 import { registerVnflcmRoutes } from './vnflcm/routes.ts';
 import { registerOutboxRoutes } from './vnflcm/subscription-routes.ts';
 import { registerVnfpkgmRoutes } from './vnfpkgm/routes.ts';
@@ -166,6 +167,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await registerVnfpkgmRoutes(app, ctx);
   await registerVimRoutes(app, ctx);
+  await registerServerNotifierRoutes(app, ctx);
   await registerVnflcmRoutes(app, ctx, 'v1');
   await registerVnflcmRoutes(app, ctx, 'v2');
   if (ctx.notifications) await registerOutboxRoutes(app, ctx, ctx.notifications.worker);

@@ -47,11 +47,11 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   }
   mgmt.register(createKubeadmDriver());
   mgmt.register(new ScriptMgmtDriver());
-  const grants = createGrantClient(ctx.config);
+  const grants = createGrantClient(ctx.config, ctx.outbound.fetch());
   const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);
   let runner: Runner | undefined;
   const states = new OpOccStates({ notifier: ctx.notifier, metrics: ctx.metrics, instance: (id, tx) => ctx.instances.get(id, tx) });
-  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore });
+  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore, serverNotifiers: ctx.serverNotifiers });
   const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, states, instances: ctx.instances, packages: ctx.packages, drivers, mgmt, mgmtStore, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
   ctx.engine = { lcm, runner, drivers, mgmt, grants, states };

@@ -19,8 +19,10 @@ export interface NotificationServices {
  * started here: call `worker.start()` once the server runs and `await worker.stop()` at shutdown.
  */
 export function setupNotifications(ctx: Services, opts: { concurrency?: number; pollMs?: number } = {}): NotificationServices {
-  const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log);
-  const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, ...opts });
+  // Every callback and token request goes through the outbound rules, checked again at send time.
+  const fetch = ctx.outbound.fetch();
+  const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log, { fetch, checkUrl: (u) => ctx.outbound.check(u) });
+  const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, fetch, ...opts });
   const services = { subscriptions, worker };
   ctx.notifications = services;
   return services;
