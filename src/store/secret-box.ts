@@ -14,7 +14,7 @@
  * `<dataDir>/secret.key`; a key file that does not exist is created with a new key (mode 0600).
  */
 import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
-import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 
 /** The id a sealed value carries for its key. */
@@ -31,9 +31,13 @@ export class SecretBox {
    * @param keys one key, or the key ring (the first seals)
    * @param reload re-reads the key ring (from its file) when a value names an unknown key
    */
+  private checkedAt = Date.now();
+
   constructor(
     keys: Buffer | readonly Buffer[],
     private readonly reload?: () => Buffer[],
+    /** Returns the key ring when its source changed since the last call (checked before sealing, at most every 5 s). */
+    private readonly changed?: () => Buffer[] | undefined,
   ) {
     this.keys = [];
     this.setKeys(Array.isArray(keys) ? [...keys] : [keys as Buffer]);
@@ -58,6 +62,16 @@ export class SecretBox {
 
   /** Encrypts any JSON value into an opaque string `v2:<key id>:<iv>:<tag>:<data>`. */
   seal(value: unknown): string {
+    if (this.changed && Date.now() - this.checkedAt > 5000) {
+      // Another process rotated the key: seal with the new one from now on.
+      this.checkedAt = Date.now();
+      try {
+        const ring = this.changed();
+        if (ring) this.setKeys(ring);
+      } catch {
+        // unreadable for a moment (being replaced): keep the current ring
+      }
+    }
     const key = this.keys[0] as Buffer;
     const iv = randomBytes(12);
     const c = createCipheriv('aes-256-gcm', key, iv);
@@ -173,7 +187,14 @@ export function loadKeyRing(src: KeySource): Buffer[] {
 /** A SecretBox over a key source; one backed by a file re-reads it when it meets an unknown key id. */
 export function openSecretBox(src: KeySource): SecretBox {
   const file = keyFileOf(src);
-  return new SecretBox(loadKeyRing(src), file ? () => parseKeyRing(readFileSync(file, 'utf8')) : undefined);
+  const ring = loadKeyRing(src);
+  if (!file) return new SecretBox(ring);
+  let mtime = statSync(file).mtimeMs;
+  const read = (): Buffer[] => {
+    mtime = statSync(file).mtimeMs;
+    return parseKeyRing(readFileSync(file, 'utf8'));
+  };
+  return new SecretBox(ring, read, () => (statSync(file).mtimeMs !== mtime ? read() : undefined));
 }
 
 /** Loads the key from config, else from `<dataDir>/secret.key`, generating it on first start (the first key of the ring). */
