@@ -109,12 +109,14 @@ function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
 export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Promise<Vnfm> {
   const log = opts.logger ?? createLogger(config.logLevel);
   const t0 = Date.now();
-  if (!config.dataDir.startsWith('memory://')) {
+  const onDisk = !config.dataDir.startsWith('memory://');
+  const dataDirSkip = config.lab.enabled ? ['lab'] : [];
+  if (onDisk) {
     // The data directory and everything in it private to the VNFM's user (the embedded database
     // would create its files world-writable). The live-VM lab's host trees (`lab/`) are read by
     // other users: a VNFM with the lab keeps the default umask and leaves them alone.
     if (!config.lab.enabled) restrictUmask();
-    const fixed = secureDataDir(config.dataDir, config.lab.enabled ? ['lab'] : []);
+    const fixed = secureDataDir(config.dataDir, dataDirSkip);
     if (fixed > 0) log.warn({ dataDir: config.dataDir, entries: fixed }, 'data directory entries were accessible to other users; made private');
   }
   await checkNfvoUrls(config, log);
@@ -128,6 +130,17 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     }));
   const ctx = buildContext(config, store, log);
   const closers: (() => Promise<void>)[] = [];
+  // The embedded database sets its files' modes itself (0666, whatever the umask): they are made
+  // private again every minute while it runs (its directories are 0700, so nobody else reaches
+  // them meanwhile) and once more after it closed.
+  const fixPerms = (): void => {
+    try {
+      secureDataDir(config.dataDir, dataDirSkip);
+    } catch (e) {
+      log.warn({ err: (e as Error).message }, 'could not make the data directory private');
+    }
+  };
+  const permTimer = onDisk && !config.databaseUrl ? setInterval(fixPerms, 60_000).unref() : undefined;
   const hooks: PluginHooks[] = [];
   for (const p of [...builtinPlugins(opts.without), ...(opts.plugins ?? [])]) {
     const h = p(ctx);
@@ -177,6 +190,10 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
       ctx.packages.stopWorkers();
       await ctx.packages.idle();
       if (!opts.store) await store.close();
+      if (permTimer) {
+        clearInterval(permTimer);
+        fixPerms();
+      }
     },
   };
 }
