@@ -25,7 +25,7 @@ import { DataDirLockedError } from '../../src/store/db.ts';
 import { resealAll } from '../../src/store/rekey.ts';
 import { SecretBox, keyId, openSecretBox, writeKeyFile } from '../../src/store/secret-box.ts';
 import { TEST_OUTBOUND, testVnfm } from '../helpers/app.ts';
-import { testStore } from '../helpers/db.ts';
+import { type TestStore, describeStores } from '../helpers/db.ts';
 import { FAKE_VIM, FakeDriver } from '../helpers/fake-driver.ts';
 import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
 import { until } from '../helpers/wait.ts';
@@ -77,7 +77,7 @@ describe('the key ring', () => {
   });
 });
 
-describe('re-sealing over one database', () => {
+await describeStores('re-sealing over one database', (env) => {
   let rx: Receiver;
   before(async () => {
     rx = await startReceiver();
@@ -88,8 +88,8 @@ describe('re-sealing over one database', () => {
     const k1 = randomBytes(32);
     const k2 = randomBytes(32);
     const fake = new FakeDriver();
-    const store = await testStore();
-    try {
+    const store = await env.open();
+    {
       const a = await testVnfm({ store, config: { secretKey: k1.toString('hex'), runner: { pollMs: 50 } }, plugins: [(ctx) => void ctx.engine?.drivers.register(fake)] });
       let vimId = '';
       let instanceId = '';
@@ -137,10 +137,50 @@ describe('re-sealing over one database', () => {
       } finally {
         await b.close();
       }
-    } finally {
-      await store.close();
     }
   });
+
+  if (env.kind === 'postgres') {
+    it('vnfm key rotate while a VNFM runs on the same database: no downtime, it picks the new key up from the shared key file', async () => {
+      const store = (await env.open()) as TestStore;
+      const keyFile = join(work, 'pg-keys', 'secret.key');
+      writeKeyFile(keyFile, [randomBytes(32)]);
+      const a = await testVnfm({ store, config: { secretKeyFile: keyFile } });
+      try {
+        const reg = async (name: string) => {
+          const r = await a.app.inject({ method: 'POST', url: '/v1.0/vims', payload: { vim: { name, type: 'openstack', auth_url: 'https://keystone.example.net/v3', auth_cred: { username: 'u', password: `pw-${name}` }, vim_project: { name: 'p' } } } });
+          assert.equal(r.statusCode, 201, r.body);
+          return r.json().vim.id as string;
+        };
+        const first = await reg('before-rotation');
+        const cfg = resolveConfig({ flags: { sim: false, databaseUrl: store.url, secretKeyFile: keyFile } });
+        const r = await rotateKey(cfg);
+        assert.equal(r.report.resealed['vim.secret'], 1);
+        // the running VNFM opens what the rotation re-sealed (unknown key id: it re-reads the file)
+        assert.equal((await a.app.inject({ method: 'GET', url: `/v1.0/vims/${first}` })).statusCode, 200);
+        assert.equal((await a.ctx.vims.get(first)).secret.password, 'pw-before-rotation');
+        // and soon seals with the new key itself
+        let n = 0;
+        await until(
+          'the running VNFM to seal with the new key',
+          async () => {
+            const id = await reg(`during-${n++}`);
+            const row = await store.db.selectFrom('vim').select('secret').where('id', '=', id).executeTakeFirstOrThrow();
+            return SecretBox.keyIdOf(row.secret) === r.currentKeyId;
+          },
+          30_000,
+          200,
+        );
+        const p = await rotateKey(cfg, { prune: true });
+        assert.equal(p.keyIds.length, 1);
+        const list = await a.app.inject({ method: 'GET', url: '/v1.0/vims' });
+        assert.equal(list.statusCode, 200, list.body);
+        for (const v of await a.ctx.vims.list()) assert.match(String(v.secret.password), /^pw-/);
+      } finally {
+        await a.close();
+      }
+    });
+  }
 });
 
 describe('vnfm key rotate / prune (embedded database, key file outside the data directory)', () => {
