@@ -152,6 +152,8 @@ export interface VnfmConfig {
     testCallback: boolean;
     /** Delivered and dead notifications are purged from the outbox this long after they were delivered or given up. @default 7 days */
     retentionMs: number;
+    /** PEM CA bundle https callbacks and token endpoints are verified against (instead of the system CAs). @default undefined */
+    caFile: string | undefined;
   };
   /** Grants toward an NFVO. */
   grants: {
@@ -165,6 +167,8 @@ export interface VnfmConfig {
     clientSecret: string | undefined;
     /** Use HTTP basic with clientId/clientSecret instead of OAuth2. @default false */
     basicAuth: boolean;
+    /** PEM CA bundle the NFVO's https endpoints are verified against (instead of the system CAs). @default undefined */
+    caFile: string | undefined;
     /** Max time to wait for an asynchronous (202) grant. @default 60000 */
     asyncTimeoutMs: number;
   };
@@ -300,7 +304,7 @@ export function defaultConfig(): VnfmConfig {
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0 },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
-    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
+    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined },
     grants: {
       mode: 'local',
       endpoint: undefined,
@@ -308,6 +312,7 @@ export function defaultConfig(): VnfmConfig {
       clientId: undefined,
       clientSecret: undefined,
       basicAuth: false,
+      caFile: undefined,
       asyncTimeoutMs: 60_000,
     },
     faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
@@ -369,6 +374,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
   VNFM_GRANT_CLIENT_ID: ['grants.clientId', 'string'],
   VNFM_GRANT_CLIENT_SECRET: ['grants.clientSecret', 'string'],
+  VNFM_GRANT_CA_FILE: ['grants.caFile', 'string'],
+  VNFM_NOTIFICATION_CA_FILE: ['notifications.caFile', 'string'],
   VNFM_AUTOHEAL_MAX_UNHEALTHY: ['autoheal.maxUnhealthy', 'string'],
   VNFM_SYNC_INTERVAL_MS: ['sync.intervalMs', 'number'],
   VNFM_NOTIFICATION_RETRY_FOR_MS: ['notifications.retryForMs', 'number'],

@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import { vnfmError } from '../../../errors.ts';
 import { KeystoneAuth } from '../../../infra/openstack/keystone-auth.ts';
+import { fetchForVimTls } from '../../../net/tls-fetch.ts';
 import type { VnfcResourceInfo } from '../../../model/vnf-instance.ts';
 import type { VimConnection } from '../../../vims/vim-registry.ts';
 import type { HookName, MgmtContext, MgmtDriver, MgmtResult } from '../../mgmt-driver.ts';
@@ -319,7 +320,8 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     if (!authUrl || !/^https?:\/\//.test(authUrl) || !username || password === undefined || (!projectName && !projectId)) return undefined;
     const userDomain = str(ai.userDomain) ?? str(ai.userDomainName) ?? 'Default';
     const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
-    const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain])).digest('hex');
+    const tlsFetchOf = fetchForVimTls(ii);
+    const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null])).digest('hex');
     let auth = this.sessions.get(key);
     if (!auth) {
       auth = new KeystoneAuth({
@@ -329,7 +331,7 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
         ...(projectId ? { projectId } : { projectName: projectName as string }),
         userDomainName: userDomain,
         projectDomainName: projectDomain,
-        ...(this.opts.keystone?.http ? { http: this.opts.keystone.http } : {}),
+        ...(this.opts.keystone?.http || tlsFetchOf ? { http: { ...(this.opts.keystone?.http ?? {}), ...(tlsFetchOf ? { fetch: tlsFetchOf } : {}) } } : {}),
       });
       this.sessions.set(key, auth);
     }
