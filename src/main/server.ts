@@ -4,6 +4,7 @@
  * app over the services, starts the workers, and (unless disabled) the simulated cloud. The only
  * place that knows every module; nothing but the CLI (and tests) imports it.
  */
+import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type VnfmConfig } from '../config.ts';
 import { buildApp } from '../api/app.ts';
@@ -109,7 +110,8 @@ function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
 export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Promise<Vnfm> {
   const log = opts.logger ?? createLogger(config.logLevel);
   const t0 = Date.now();
-  const onDisk = !config.dataDir.startsWith('memory://');
+  // The data directory is ours to create with the embedded database; with PostgreSQL only when it exists (simulated cloud state).
+  const onDisk = !config.dataDir.startsWith('memory://') && (!config.databaseUrl || existsSync(config.dataDir));
   const dataDirSkip = config.lab.enabled ? ['lab'] : [];
   if (onDisk) {
     // The data directory and everything in it private to the VNFM's user (the embedded database
@@ -140,7 +142,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
       log.warn({ err: (e as Error).message }, 'could not make the data directory private');
     }
   };
-  const permTimer = onDisk && !config.databaseUrl ? setInterval(fixPerms, 60_000).unref() : undefined;
+  const permTimer = onDisk ? setInterval(fixPerms, 60_000).unref() : undefined;
   const hooks: PluginHooks[] = [];
   for (const p of [...builtinPlugins(opts.without), ...(opts.plugins ?? [])]) {
     const h = p(ctx);
@@ -163,6 +165,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     try {
       liveness = await startLivenessServer(config, log);
     } catch (e) {
+      clearInterval(permTimer);
       await app.close();
       ctx.packages.stopWorkers();
       if (!opts.store) await store.close();
