@@ -27,6 +27,7 @@ import { chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, s
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { terminalError, vnfmError } from '../errors.ts';
+import { withoutAccessInfo } from '../model/sealed-params.ts';
 import type { MgmtContext, MgmtDriver, MgmtResult } from './mgmt-driver.ts';
 
 /** Prefix of hook temp dirs under the OS temp dir; followed by `<pid>-<random>`. */
@@ -106,7 +107,8 @@ export class ScriptMgmtDriver implements MgmtDriver {
       if (runAs) chownTree(dir, runAs.uid, runAs.gid);
       const script = join(dir, hook.file);
       const [cmd, args] = hook.file.endsWith('.py') ? ['python3', [script]] : [script, []];
-      const input = JSON.stringify({ hook: ctx.hook, operation: ctx.opOcc.operation, request: ctx.request, vnfInstance: ctx.instance, grantRequest: ctx.grantRequest, grant: ctx.grant, packageDir: dir });
+      // Only what the hook needs: no VIM credentials (a grant's accessInfo) reach a package script.
+      const input = JSON.stringify({ hook: ctx.hook, operation: ctx.opOcc.operation, request: ctx.request, vnfInstance: ctx.instance, grantRequest: ctx.grantRequest, grant: ctx.grant ? withoutAccessInfo(ctx.grant) : ctx.grant, packageDir: dir });
       const m = ctx.config.mgmt;
       const env = scrubbedEnv(dir, { VNFM_HOOK: ctx.hook, VNFM_OPERATION: ctx.opOcc.operation });
       const { code, stdout, stderr } = await runProcess(cmd, args as string[], dir, input, {
