@@ -10,6 +10,7 @@
  *   first, old kept until prune; refused while a VNFM holds the data directory.
  */
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { createCipheriv, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -208,6 +209,9 @@ describe('vnfm key rotate / prune (embedded database, key file outside the data 
     const p = await rotateKey(config(), { prune: true });
     assert.deepEqual(readFileSync(keyFile, 'utf8').trim().split('\n'), [ring[0]], 'prune leaves the new key only');
     assert.equal(Object.keys(p.report.resealed).length, 0, 'nothing left to re-seal');
+    // the command itself
+    const out = execFileSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'key', 'rotate', '--data-dir', dataDir, '--secret-key-file', keyFile], { encoding: 'utf8', env: { ...process.env, VNFM_SECRET_KEY: '' } });
+    assert.match(out, /^rotated: 1 sealed value\(s\) re-sealed with key [0-9a-f]{8}; key file .* holds [0-9a-f]{8}, [0-9a-f]{8}\n {2}vim\.secret: 1\n$/);
     const again = await startVnfm(config(), { logger: createLogger('silent') });
     try {
       assert.equal((await again.ctx.vims.get(vimId)).secret.password, 'vim-pw-cli');
