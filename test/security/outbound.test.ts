@@ -16,6 +16,7 @@
 import assert from 'node:assert/strict';
 import { networkInterfaces } from 'node:os';
 import { after, before, describe, it } from 'node:test';
+import { resolveConfig } from '../../src/config.ts';
 import { OutboundDeniedError, OutboundGuard } from '../../src/net/outbound.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { AlarmFakeDriver, type AutohealVnfm, type NotifierStub, STUB_TOKEN, STUB_VIM_ID, V2, instantiateVnf, keystoneVim, onboardSample, opOcc, registerNotifier, startAutohealVnfm, startNotifierStub, waitFor } from '../autoheal/fixture.ts';
@@ -84,6 +85,22 @@ describe('outbound rules', () => {
     }) as typeof fetch);
     await assert.rejects(f('http://cb.example/cb', { method: 'POST' }), (e: unknown) => e instanceof OutboundDeniedError && /loopback/.test(e.reason) && (e.cause as { code?: string }).code === 'VNFM_OUTBOUND_DENIED');
     assert.equal(sent, 0, 'nothing was sent');
+  });
+});
+
+describe('security settings', () => {
+  it('outbound rules, the key file and the script user are read and checked', () => {
+    const c = resolveConfig({ env: { VNFM_OUTBOUND_ALLOW: '127.0.0.0/8, lab.example', VNFM_OUTBOUND_DENY: '10.0.0.0/8,*.corp.example,fd00::/8', VNFM_SECRET_KEY_FILE: '/etc/vnfm/secret.key', VNFM_MGMT_SCRIPT_USER: 'self' } });
+    assert.deepEqual(c.outbound, { allow: ['127.0.0.0/8', 'lab.example'], deny: ['10.0.0.0/8', '*.corp.example', 'fd00::/8'] });
+    assert.equal(c.secretKeyFile, '/etc/vnfm/secret.key');
+    assert.equal(c.mgmt.scriptUser, null);
+    assert.equal(resolveConfig({}).mgmt.scriptUser, 'nobody');
+    assert.throws(() => resolveConfig({ flags: { outbound: { allow: ['10.0.0.0/33'], deny: [] } } }), /outbound\.allow: '10\.0\.0\.0\/33' is not a CIDR/);
+    assert.throws(() => resolveConfig({ flags: { outbound: { allow: [], deny: ['http://x'] } } }), /outbound\.deny/);
+    assert.throws(() => resolveConfig({ flags: { mgmt: { scriptUser: 'x y' } } }), /mgmt\.scriptUser/);
+    // PostgreSQL: a key file is enough (every process reads the same file)
+    assert.equal(resolveConfig({ flags: { databaseUrl: 'postgres://db/vnfm', secretKeyFile: '/etc/vnfm/secret.key' } }).secretKey, undefined);
+    assert.throws(() => resolveConfig({ flags: { databaseUrl: 'postgres://db/vnfm' } }), /secretKeyFile/);
   });
 });
 
