@@ -229,7 +229,7 @@ export class VimRegistry {
     return {
       vimId: v.id,
       vimType: VIM_TYPES.kubernetes,
-      interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}) },
+      interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}), ...(v.config.certVerify === false ? { skipCertificateVerification: true } : {}) },
       accessInfo: { bearer_token: v.secret.bearerToken },
       extra: {},
     };

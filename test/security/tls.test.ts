@@ -69,6 +69,13 @@ describe('TLS toward a VIM', () => {
     assert.equal(await session(conn.interfaceInfo).getToken(), 'tls-token-1');
   });
 
+  it('a Kubernetes VIM registered with cert_verify false carries it into its connection (the Kubernetes client skips verification then)', async () => {
+    const r = await v.app.inject({ method: 'POST', url: '/v1.0/vims', payload: { vim: { name: 'k8s-noverify', type: 'kubernetes', auth_url: 'https://k8s.example.net:6443', auth_cred: { bearer_token: 't', cert_verify: false }, vim_project: { name: 'default' } } } });
+    assert.equal(r.statusCode, 201, r.body);
+    const conn = v.ctx.vims.toConnection(await v.ctx.vims.get(r.json().vim.id));
+    assert.equal(conn.interfaceInfo.skipCertificateVerification, true);
+  });
+
   it('a CA bundle (ssl_ca_cert) verifies against it; another CA is refused', async () => {
     const r = await v.app.inject({ method: 'POST', url: '/v1.0/vims', payload: { vim: { name: 'tls-ca', type: 'openstack', auth_url: url, auth_cred: { username: 'u', password: 'pw', ssl_ca_cert: cert }, vim_project: { name: 'p' } } } });
     assert.equal(r.statusCode, 201, r.body);
