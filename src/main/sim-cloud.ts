@@ -120,9 +120,16 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
       // its Server Notifier is registered for the simulated OpenStack VIM (the one a VIM token may go to).
       ctx.outbound.trustOrigin(notifier.url);
       const simVim = (await ctx.vims.list()).find((v) => v.name === SIM_VIM_NAMES.openstack);
-      if (simVim && !(await ctx.serverNotifiers.list()).some((n) => n.vimId === simVim.id && n.uri === notifier.url.replace(/\/+$/, ''))) {
-        const name = (await ctx.serverNotifiers.list()).some((n) => n.name === SIM_NOTIFIER_NAME) ? `${SIM_NOTIFIER_NAME}-${simVim.id.slice(0, 8)}` : SIM_NOTIFIER_NAME;
-        await ctx.serverNotifiers.register({ name, uri: notifier.url, vimId: simVim.id, description: 'simulated Server Notifier of the simulated OpenStack' });
+      if (simVim) {
+        // The registration named SIM_NOTIFIER_NAME is the simulated cloud's own: replaced when the
+        // notifier's URL (a port chosen at start) or the simulated VIM changed.
+        const uri = notifier.url.replace(/\/+$/, '');
+        const all = await ctx.serverNotifiers.list();
+        if (!all.some((n) => n.uri === uri && n.vimId === simVim.id)) {
+          const ours = all.find((n) => n.name === SIM_NOTIFIER_NAME);
+          if (ours) await ctx.serverNotifiers.delete(ours.id);
+          await ctx.serverNotifiers.register({ name: SIM_NOTIFIER_NAME, uri, vimId: simVim.id, description: 'simulated Server Notifier of the simulated OpenStack' });
+        }
       }
       const restored = os.restored || k8s.restored || notifier.restored;
       ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url, ...(stateDir ? { stateDir, restored } : {}) };

@@ -256,3 +256,38 @@ describe('Server Notifiers by registration: a VIM token only goes to a notifier 
     }
   });
 });
+
+describe('the simulated cloud registers its own Server Notifier', () => {
+  it('for the simulated OpenStack VIM, replaced when its URL changes at the next start', async () => {
+    const { testStore } = await import('../helpers/db.ts');
+    const store = await testStore();
+    const simPorts = { openstack: 0, kubernetes: 0, serverNotifier: 0 };
+    // one key for both starts (a memory:// data directory keeps none)
+    const secretKey = 'ab'.repeat(32);
+    try {
+      const urls: string[] = [];
+      for (let run = 0; run < 2; run++) {
+        const v = await testVnfm({ store, config: { sim: true, simPorts, secretKey, outbound: { allow: [], deny: [] } } });
+        try {
+          const sim = (v.ctx as { simCloud?: { serverNotifierUrl?: string } }).simCloud;
+          assert.ok(sim?.serverNotifierUrl);
+          urls.push(sim.serverNotifierUrl);
+          const simVim = (await v.ctx.vims.list()).find((x) => x.name === 'sim-openstack');
+          const regs = (await v.app.inject({ method: 'GET', url: '/vnfm/v1/server-notifiers' })).json() as { name: string; uri: string; vimId: string }[];
+          assert.deepEqual(
+            regs.map((n) => [n.name, n.uri, n.vimId]),
+            [['sim-server-notifier', sim.serverNotifierUrl, simVim?.id]],
+          );
+          // trusted although it listens on loopback, which these rules deny
+          assert.equal(await v.ctx.outbound.check(`${sim.serverNotifierUrl}/v2/x/servers/y/alarms`), undefined);
+          assert.match((await v.ctx.outbound.check('http://127.0.0.1:1/')) ?? '', /loopback/);
+        } finally {
+          await v.close();
+        }
+      }
+      assert.notEqual(urls[0], urls[1], 'another port at the second start');
+    } finally {
+      await store.close();
+    }
+  });
+});
