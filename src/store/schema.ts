@@ -128,6 +128,16 @@ export interface MgmtLockTable {
   acquired_at: Generated<Date>;
 }
 
+export interface ServerNotifierTable {
+  id: string;
+  name: string;
+  uri: string;
+  vim_id: string;
+  send_token: boolean;
+  description: string;
+  created_at: CreatedTs;
+}
+
 export interface KvTable {
   key: string;
   value: Json<unknown>;
@@ -144,4 +154,5 @@ export interface Database {
   kv: KvTable;
   mgmt_state: MgmtStateTable;
   mgmt_lock: MgmtLockTable;
+  server_notifier: ServerNotifierTable;
 }
