@@ -14,7 +14,7 @@ import type { HookArtifact, HookName, MgmtContext, MgmtDriver, MgmtResult, MgmtV
 import { driverConfig, type KubeadmDriverConfig } from './config.ts';
 import { paramsFor, runKubeadmHook, validatedParams } from './hooks.ts';
 import { buildInventory, findNode, roleVdus } from './inventory.ts';
-import { type Clock, type KubeApiFactory, kubeClientFactory } from './kube.ts';
+import { type Clock, type KubeApiFactory, kubeClientFactory } from '../k8s-common/kube.ts';
 import { checkFlatOverrides, drainParamsOf, effectiveInstallationParam, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
 import { masterTargetsRefusal } from './quorum.ts';
 import { RunContext, type SshConnect } from './run-context.ts';

@@ -6,29 +6,14 @@
  * (422) before anything is touched (§2.0.3).
  */
 import { isIP } from 'node:net';
+import { type ClusterNode, nameCollisions, nodeName, type NodeRole } from '../k8s-common/nodes.ts';
 import { vnfmError } from '../../../errors.ts';
 import type { VnfcResourceInfo, VnfInstanceRecord } from '../../../model/vnf-instance.ts';
 import type { FlavourModel } from '../../../packages/vnfd-model.ts';
 import { addressByCpName, vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
 import type { KubeadmParams, NodeParams } from './params.ts';
 
-export type NodeRole = 'master' | 'worker';
-
-/** One node of the cluster. */
-export interface ClusterNode {
-  name: string;
-  role: NodeRole;
-  vnfcResourceInfoId: string;
-  /** vnfcInfo id (the id heal requests name), when the instance has one for this VNFC. */
-  vnfcInfoId?: string;
-  vduId: string;
-  /** The VIM resource (server id): host key pins are kept per resource. */
-  resourceId: string;
-  /** Cluster address (kubelet / etcd / API server). */
-  nicIp: string;
-  /** Where the driver logs in. */
-  sshIp: string;
-}
+export { type ClusterNode, nameCollisions, nodeName, type NodeRole };
 
 /** The whole inventory. */
 export interface Inventory {
@@ -37,14 +22,6 @@ export interface Inventory {
   workers: ClusterNode[];
   masterVduId: string;
   workerVduId: string;
-}
-
-/** `master<N>` / `worker<N>`: N = last octet of an IPv4 address (last group of an IPv6 one). */
-export function nodeName(role: NodeRole, ip: string): string {
-  const v = isIP(ip);
-  if (v === 4) return `${role}${ip.split('.')[3]}`;
-  const last = ip.split(':').pop() ?? '';
-  return `${role}${last === '' ? '0' : last.toLowerCase()}`;
 }
 
 /**
@@ -85,14 +62,6 @@ function nodeOf(instance: VnfInstanceRecord, r: VnfcResourceInfo, role: NodeRole
   }
   const id = vnfcInfoIdOf(instance, r);
   return { name: nodeName(role, nicIp), role, vnfcResourceInfoId: r.id, ...(id ? { vnfcInfoId: id } : {}), vduId: r.vduId, resourceId: r.computeResource.resourceId, nicIp, sshIp };
-}
-
-/** Names given to more than one node: `name -> VNFC ids`. Empty when all names are distinct. */
-export function nameCollisions(nodes: readonly ClusterNode[]): Map<string, string[]> {
-  const by = new Map<string, string[]>();
-  for (const n of nodes) by.set(n.name, [...(by.get(n.name) ?? []), n.vnfcResourceInfoId]);
-  for (const [k, v] of by) if (v.length < 2) by.delete(k);
-  return by;
 }
 
 /** Throws 422 when two nodes would get the same name. */

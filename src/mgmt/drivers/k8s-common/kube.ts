@@ -60,7 +60,7 @@ export function kubeClientFactory(options: KubeClientOptions = {}): KubeApiFacto
       src.loadFromString(c.kubeconfig);
       const user = src.getCurrentUser();
       const own = src.getCurrentCluster();
-      if (!user) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'k8s-kubeadm: the admin kubeconfig of the main master has no user');
+      if (!user) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'the admin kubeconfig of the cluster has no user');
       kc.loadFromOptions({
         clusters: [{ ...cluster, ...(cluster.caData === undefined && own?.caData ? { caData: own.caData } : {}) }],
         users: [{ ...user, name: 'admin' }],
@@ -68,7 +68,7 @@ export function kubeClientFactory(options: KubeClientOptions = {}): KubeApiFacto
         currentContext: 'c',
       });
     } else {
-      throw vnfmError('VNFM_ERR_MGMT_FAILED', 'k8s-kubeadm: no credentials for the cluster API');
+      throw vnfmError('VNFM_ERR_MGMT_FAILED', 'no credentials for the cluster API');
     }
     return new KubeClient(kc, options).withSignal(c.signal);
   };
@@ -148,7 +148,7 @@ export async function ensureAdminToken(api: KubeApi, clock: Clock, o: { interval
       if (token !== '') return token;
     }
     if (clock.now() >= end) {
-      throw vnfmError('VNFM_ERR_MGMT_FAILED', `k8s-kubeadm: the token of Secret ${namespace}/${secret} was not filled within ${Math.round(o.timeoutMs / 1000)} s (is the token controller running?)`, { retryable: true });
+      throw vnfmError('VNFM_ERR_MGMT_FAILED', `the token of Secret ${namespace}/${secret} was not filled within ${Math.round(o.timeoutMs / 1000)} s (is the token controller running?)`, { retryable: true });
     }
     await clock.sleep(o.intervalMs, o.signal);
   }
