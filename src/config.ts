@@ -88,6 +88,8 @@ export interface VnfmConfig {
     podEvictionTimeoutMs: number;
     /** How long the start waits for another lab on this machine to stop (0 = fail at once). @default 0 */
     waitForLockMs: number;
+    /** Boot the operator's service hosts (external load balancer `hvlab-lb`, Ansible server `hvlab-ansible`) on the lab network. @default true */
+    serviceHosts: boolean;
   };
   /** Op runner. */
   runner: {
@@ -275,7 +277,7 @@ export function defaultConfig(): VnfmConfig {
     sim: true,
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
-    lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0 },
+    lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
     notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
     grants: {
@@ -329,6 +331,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LAB_KUBERNETES_PORT: ['lab.kubernetesPort', 'number'],
   VNFM_LAB_POD_EVICTION_TIMEOUT_MS: ['lab.podEvictionTimeoutMs', 'number'],
   VNFM_LAB_WAIT_FOR_LOCK_MS: ['lab.waitForLockMs', 'number'],
+  VNFM_LAB_SERVICE_HOSTS: ['lab.serviceHosts', 'boolean'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
@@ -439,6 +442,7 @@ function validateLab(cfg: VnfmConfig): void {
   if (!Number.isInteger(l.kubernetesPort) || l.kubernetesPort < 0 || l.kubernetesPort > 65535) throw new ConfigError(`lab.kubernetesPort: must be 0-65535, got ${l.kubernetesPort}`);
   if (!Number.isFinite(l.podEvictionTimeoutMs) || l.podEvictionTimeoutMs < 0) throw new ConfigError('lab.podEvictionTimeoutMs: must be a number >= 0');
   if (!Number.isFinite(l.waitForLockMs) || l.waitForLockMs < 0) throw new ConfigError('lab.waitForLockMs: must be a number >= 0');
+  if (typeof l.serviceHosts !== 'boolean') throw new ConfigError('lab.serviceHosts: must be true or false');
   if (l.enabled && !cfg.sim) throw new ConfigError('lab.enabled needs the simulated cloud (sim): its servers are what the lab turns into hosts (drop --no-sim)');
 }
 
