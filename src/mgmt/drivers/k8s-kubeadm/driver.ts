@@ -13,7 +13,7 @@ import { connectSsh } from '../../ssh/ssh-executor.ts';
 import type { HookArtifact, HookName, MgmtContext, MgmtDriver, MgmtResult, MgmtValidation } from '../../mgmt-driver.ts';
 import { driverConfig, type KubeadmDriverConfig } from './config.ts';
 import { paramsFor, runKubeadmHook, validatedParams } from './hooks.ts';
-import { buildInventory, findNode, roleVdus } from './inventory.ts';
+import { buildInventory, findNode, roleVdus } from '../k8s-common/inventory.ts';
 import { type Clock, type KubeApiFactory, kubeClientFactory } from '../k8s-common/kube.ts';
 import { checkFlatOverrides, drainParamsOf, effectiveInstallationParam, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
 import { masterTargetsRefusal } from './quorum.ts';
@@ -60,7 +60,7 @@ export const realClock: Clock = {
 
 function badRequest(e: unknown): never {
   const msg = e instanceof Error ? e.message : String(e);
-  throw vnfmError('VNFM_ERR_API_BAD_REQUEST', msg.replace(/^k8s-kubeadm: /, 'k8s-kubeadm parameters: '));
+  throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `k8s-kubeadm parameters: ${msg.replace(/^k8s-kubeadm: /, '')}`);
 }
 
 /** Parameters good enough to delete the VIM when the stored ones no longer validate. */

@@ -27,7 +27,7 @@ import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
 import type { KubeadmDriverConfig } from './config.ts';
 import { deleteNode, drainNode, isDeadNode, type OwnerKey, waitNodeReady, waitOwnersReady } from '../k8s-common/drain.ts';
 import { findMember, leaderOf, type MemberHealth, memberIdHex, membersWithPeerIp } from './etcd.ts';
-import { allNodes, buildInventory, type ClusterNode, clusterAddress, findNode, floatingApiHost, type Inventory } from './inventory.ts';
+import { allNodes, buildInventory, type ClusterNode, clusterAddress, findNode, floatingApiHost, type Inventory } from '../k8s-common/inventory.ts';
 import { isNodeReady, type KubeApi, type KubeObject, nodeRef, readyCondition } from '../k8s-common/kube.ts';
 import { type DrainParams, drainParamsOf, type EffectiveParams, effectiveInstallationParam, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
 import { checkAddition, checkRemoval, masterTargetsRefusal } from './quorum.ts';

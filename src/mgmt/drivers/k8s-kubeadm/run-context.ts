@@ -7,7 +7,7 @@ import type { MgmtContext } from '../../mgmt-driver.ts';
 import { ClusterRunContext, type ClusterInstanceState, type SshConnect } from '../k8s-common/run-context.ts';
 import type { Clock, KubeApiFactory } from '../k8s-common/kube.ts';
 import type { KubeadmDriverConfig } from './config.ts';
-import type { ClusterNode } from './inventory.ts';
+import type { ClusterNode } from '../k8s-common/inventory.ts';
 import type { KubeadmParams, NodeAccess } from './params.ts';
 
 export { ADMIN_CONF, redactWith, type SshConnect } from '../k8s-common/run-context.ts';
