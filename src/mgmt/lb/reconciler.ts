@@ -1,0 +1,358 @@
+/**
+ * Converges an external HAProxy load balancer, over SSH, to the desired state of one owner
+ * (spec §3.3): read the live file, replace that owner's marked section as a whole, and apply:
+ *
+ * - nothing to do (the live file already is the rendering): no write, no reload;
+ * - only backend members changed and the runtime API (admin stats socket + socat) is reachable:
+ *   `set server ... state maint` + `del server` / `add server` + `enable health` +
+ *   `set server ... state ready`, then the file is rewritten (validated) without a reload so a
+ *   restart keeps the members;
+ * - otherwise: the new file is uploaded next to the live one (`<cfg>.new`), checked with
+ *   `haproxy -c -f`, renamed over the live file (atomic) and HAProxy reloaded (started when it does
+ *   not run). An invalid file is removed and the live configuration stays untouched; the error
+ *   names haproxy's message.
+ *
+ * After a reload every desired port must listen and no removed port may (`ss -lnt`). The hash of
+ * the applied file is recorded next to it (`<cfg>.healvnfm.sha256`): a live file that differs from
+ * it, or an owner's section that differs from the hash its caller last applied, is drift —
+ * reported in the result and corrected by the same apply.
+ */
+import { isVnfmError, terminalError, vnfmError } from '../../errors.ts';
+import type { ExecResult, SshSession } from '../ssh/ssh-executor.ts';
+import { shQuote } from '../ssh/ssh-executor.ts';
+import {
+  checkOwnerConfig,
+  composeLbConfig,
+  conflicts,
+  defaultBase,
+  type LbOwnerConfig,
+  membershipOnly,
+  parseLbConfig,
+  type ParsedLbConfig,
+  renderOwnerSection,
+  type ServerChanges,
+  sha256,
+  shapeOf,
+} from './desired.ts';
+import { adminSocketPath, parseServersState } from './haproxy-config.ts';
+
+/** How the LB host is driven. */
+export interface LbHostOptions {
+  /** @default '/etc/haproxy/haproxy.cfg' */
+  configPath?: string;
+  /** Runtime socket written into a new base configuration. @default '/etc/haproxy/admin.sock' */
+  runtimeSocket?: string;
+  /** @default 'systemctl reload haproxy' */
+  reloadCommand?: string;
+  /** @default 'systemctl start haproxy' */
+  startCommand?: string;
+  /** Exit 0 when HAProxy runs. @default 'systemctl is-active haproxy' */
+  isActiveCommand?: string;
+  /** Per remote command. @default 60000 */
+  commandTimeoutMs?: number;
+  /** How long the listening ports may take to follow a reload. @default 10000 */
+  settleTimeoutMs?: number;
+  /** Use the runtime API for membership-only changes. @default true */
+  useRuntimeApi?: boolean;
+  /** Hash of this owner's section as the caller last applied it ({@link LbApplyResult.hash}). */
+  lastAppliedHash?: string | null;
+  signal?: AbortSignal;
+  /** Name of the LB in messages. @default the SSH host */
+  name?: string;
+}
+
+/** What an apply did. */
+export interface LbApplyResult {
+  owner: string;
+  /** `unchanged`: nothing written; `runtime`: members changed live + file rewritten without reload; `reload`/`start`: new file, HAProxy reloaded/started. */
+  action: 'unchanged' | 'runtime' | 'reload' | 'start';
+  /** sha256 of the owner's section as applied (null: the owner has no section now). */
+  hash: string | null;
+  /** sha256 of the whole live file afterwards. */
+  fileHash: string;
+  /** Drift found before applying (then corrected): the file differs from the last recorded apply, or the owner's section from `lastAppliedHash`. */
+  drift?: { file: boolean; section: boolean };
+  /** Bind ports of this owner before and after. */
+  ports: { before: number[]; after: number[] };
+  /** Runtime API commands sent (action `runtime`). */
+  runtime?: string[];
+}
+
+/** What the LB holds now. */
+export interface LbState {
+  /** The live file, undefined when there is none. */
+  text: string | undefined;
+  fileHash: string | undefined;
+  /** The hash recorded by the last apply (undefined: none recorded). */
+  recordedHash: string | undefined;
+  /** Owner -> its section's hash and bind ports. */
+  owners: Record<string, { hash: string; ports: number[] }>;
+  running: boolean;
+}
+
+const DEFAULTS = {
+  configPath: '/etc/haproxy/haproxy.cfg',
+  runtimeSocket: '/etc/haproxy/admin.sock',
+  reloadCommand: 'systemctl reload haproxy',
+  startCommand: 'systemctl start haproxy',
+  isActiveCommand: 'systemctl is-active haproxy',
+  commandTimeoutMs: 60_000,
+  settleTimeoutMs: 10_000,
+};
+
+type Resolved = typeof DEFAULTS & LbHostOptions;
+
+/** One apply at a time per LB file in this process (drivers also take `ctx.lock('lb:<ip>')`). */
+const queues = new Map<string, Promise<unknown>>();
+function serialised<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const prev = queues.get(key) ?? Promise.resolve();
+  const next = prev.then(fn, fn);
+  const tail = next.catch(() => undefined);
+  queues.set(key, tail);
+  void tail.then(() => {
+    if (queues.get(key) === tail) queues.delete(key);
+  });
+  return next;
+}
+
+class LbHost {
+  readonly o: Resolved;
+  constructor(
+    readonly s: SshSession,
+    o: LbHostOptions,
+  ) {
+    this.o = { ...DEFAULTS, ...Object.fromEntries(Object.entries(o).filter(([, v]) => v !== undefined)) } as Resolved;
+  }
+  get name(): string {
+    return this.o.name ?? this.s.host;
+  }
+  exec(cmd: string, sudo = true, stdin?: string): Promise<ExecResult> {
+    return this.s.exec(cmd, { sudo, timeoutMs: this.o.commandTimeoutMs, ...(this.o.signal ? { signal: this.o.signal } : {}), ...(stdin !== undefined ? { stdin } : {}) });
+  }
+  async run(cmd: string, label: string, stdin?: string): Promise<ExecResult> {
+    return this.s.run(cmd, { sudo: true, label, timeoutMs: this.o.commandTimeoutMs, ...(this.o.signal ? { signal: this.o.signal } : {}), ...(stdin !== undefined ? { stdin } : {}) });
+  }
+  async read(path: string): Promise<string | undefined> {
+    const r = await this.exec(`if [ -e ${shQuote(path)} ]; then cat ${shQuote(path)}; else echo __healvnfm_absent__ >&2; exit 3; fi`);
+    if (r.code === 3 && r.stderr.includes('__healvnfm_absent__')) return undefined;
+    if (r.code !== 0) throw vnfmError('VNFM_ERR_MGMT_COMMAND', `reading ${path} on the load balancer ${this.name} failed (exit ${r.code}): ${tail(r.stderr || r.stdout)}`);
+    return r.stdout;
+  }
+  async running(): Promise<boolean> {
+    return (await this.exec(this.o.isActiveCommand)).code === 0;
+  }
+  /** `show servers state` etc. over the admin socket; undefined when there is no socket or socat. */
+  async runtime(socket: string | undefined, command: string): Promise<ExecResult | undefined> {
+    if (!socket) return undefined;
+    const r = await this.exec(`command -v socat >/dev/null 2>&1 || exit 127; [ -S ${shQuote(socket)} ] || exit 126; socat stdio UNIX-CONNECT:${shQuote(socket)}`, true, `${command}\n`);
+    if (r.code === 127 || r.code === 126) return undefined;
+    return r;
+  }
+  async listening(): Promise<Set<number>> {
+    const r = await this.exec('ss -Hlnt', false);
+    if (r.code !== 0) throw vnfmError('VNFM_ERR_MGMT_COMMAND', `ss -lnt on the load balancer ${this.name} failed (exit ${r.code}): ${tail(r.stderr)}`);
+    const out = new Set<number>();
+    for (const line of r.stdout.split('\n')) {
+      const f = line.trim().split(/\s+/);
+      const local = f[3];
+      const m = local ? /:(\d+)$/.exec(local) : null;
+      if (m) out.add(Number(m[1]));
+    }
+    return out;
+  }
+  /** Writes `<cfg>.new`, validates it; throws (and removes it) when haproxy rejects it. */
+  async stage(text: string): Promise<string> {
+    const next = `${this.o.configPath}.new`;
+    await this.s.upload(next, text, { mode: 0o644, sudo: true });
+    const check = await this.exec(`haproxy -c -f ${shQuote(next)}`);
+    if (check.code !== 0) {
+      await this.exec(`rm -f ${shQuote(next)}`).catch(() => undefined);
+      throw terminalError(
+        'VNFM_ERR_MGMT_COMMAND',
+        `the new HAProxy configuration of the load balancer ${this.name} is invalid (haproxy -c exit ${check.code}): ${haproxyMessage(check)}; the live configuration was not changed`,
+      );
+    }
+    return next;
+  }
+  async swap(staged: string, hash: string): Promise<void> {
+    const cfg = this.o.configPath;
+    await this.run(`mv -f ${shQuote(staged)} ${shQuote(cfg)} && printf '%s\\n' ${shQuote(hash)} > ${shQuote(`${cfg}.healvnfm.sha256`)}`, `install ${cfg}`);
+  }
+}
+
+function tail(text: string, n = 5): string {
+  return text.trim().split('\n').slice(-n).join(' | ');
+}
+
+/** The interesting lines of `haproxy -c` output (ALERT/error lines first). */
+function haproxyMessage(r: ExecResult): string {
+  const lines = `${r.stderr}\n${r.stdout}`.split('\n').map((l) => l.trim()).filter((l) => l !== '');
+  const alerts = lines.filter((l) => /ALERT|error|Error|fatal/.test(l));
+  return (alerts.length > 0 ? alerts : lines).slice(0, 5).join(' | ') || `exit ${r.code}`;
+}
+
+function portsOf(section: string | undefined): number[] {
+  if (!section) return [];
+  return [...shapeOf(section).frontends.values()].flat().sort((a, b) => a - b);
+}
+
+async function readParsed(h: LbHost): Promise<{ text: string | undefined; parsed: ParsedLbConfig; recorded: string | undefined }> {
+  const text = await h.read(h.o.configPath);
+  let parsed: ParsedLbConfig;
+  try {
+    parsed = text === undefined || text.trim() === '' ? { base: defaultBase({ runtimeSocket: h.o.runtimeSocket }), owners: new Map() } : parseLbConfig(text);
+  } catch (e) {
+    throw terminalError('VNFM_ERR_MGMT_FAILED', `${h.o.configPath} of the load balancer ${h.name} cannot be managed: ${(e as Error).message}`);
+  }
+  const rec = await h.read(`${h.o.configPath}.healvnfm.sha256`);
+  return { text, parsed, recorded: rec?.trim() || undefined };
+}
+
+async function waitPorts(h: LbHost, want: number[], gone: number[]): Promise<void> {
+  const deadline = Date.now() + h.o.settleTimeoutMs;
+  for (;;) {
+    const l = await h.listening();
+    const missing = want.filter((p) => !l.has(p));
+    const still = gone.filter((p) => l.has(p));
+    if (missing.length === 0 && still.length === 0) return;
+    if (Date.now() > deadline) {
+      throw terminalError(
+        'VNFM_ERR_MGMT_FAILED',
+        `HAProxy on the load balancer ${h.name} after the reload: ${missing.length ? `port(s) ${missing.join(', ')} not listening` : ''}${missing.length && still.length ? '; ' : ''}${still.length ? `removed port(s) ${still.join(', ')} still listening` : ''}`,
+      );
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/** Applies membership changes through the runtime API; false when any command was refused. */
+async function applyRuntime(h: LbHost, socket: string | undefined, changes: ServerChanges[], sent: string[]): Promise<boolean> {
+  const send = async (cmd: string, ok: RegExp): Promise<boolean> => {
+    const r = await h.runtime(socket, cmd);
+    sent.push(cmd);
+    return r !== undefined && r.code === 0 && ok.test(r.stdout.trim() === '' ? 'ok' : r.stdout);
+  };
+  for (const c of changes) {
+    for (const name of c.remove) {
+      if (!(await send(`set server ${c.backend}/${name} state maint`, /^(ok|\s*)$/i))) return false;
+      if (!(await send(`del server ${c.backend}/${name}`, /deleted/i))) return false;
+    }
+    for (const s of c.add) {
+      const addr = s.address.includes(':') ? `[${s.address}]` : s.address;
+      if (!(await send(`add server ${c.backend}/${s.name} ${addr}:${s.port} check inter 2s fall 2 rise 1`, /registered/i))) return false;
+      if (!(await send(`enable health ${c.backend}/${s.name}`, /^(ok|\s*)$/i))) return false;
+      if (!(await send(`set server ${c.backend}/${s.name} state ready`, /^(ok|\s*)$/i))) return false;
+    }
+  }
+  // verify: every backend lists exactly the wanted servers
+  for (const c of changes) {
+    const st = await h.runtime(socket, `show servers state ${c.backend}`);
+    if (!st || st.code !== 0) return false;
+    const names = new Set(parseServersState(st.stdout).map((x) => x.name));
+    if (c.add.some((s) => !names.has(s.name)) || c.remove.some((n) => !c.add.some((s) => s.name === n) && names.has(n))) return false;
+  }
+  return true;
+}
+
+async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefined): Promise<LbApplyResult> {
+  const { text, parsed, recorded } = await readParsed(h);
+  const liveSection = parsed.owners.get(owner);
+  const before = portsOf(liveSection);
+  const drift = {
+    file: text !== undefined && recorded !== undefined && sha256(text) !== recorded,
+    section: h.o.lastAppliedHash !== undefined && (liveSection === undefined ? h.o.lastAppliedHash !== null : sha256(liveSection) !== h.o.lastAppliedHash),
+  };
+  const section = desired ? renderOwnerSection(desired) : undefined;
+  if (desired) {
+    const clash = conflicts(parsed, desired);
+    if (clash.length > 0) throw terminalError('VNFM_ERR_MGMT_REFUSED', `the load balancer ${h.name} cannot publish ${owner}: ${clash.join('; ')}`);
+  }
+  const owners = new Map(parsed.owners);
+  if (section) owners.set(owner, section);
+  else owners.delete(owner);
+  const next = composeLbConfig(parsed.base, owners);
+  const hash = section ? sha256(section) : null;
+  const after = portsOf(section);
+  const fileHash = sha256(next);
+  const base = { owner, hash, fileHash, ports: { before, after }, ...(drift.file || drift.section ? { drift } : {}) };
+  const running = await h.running();
+  if (text === next && running) {
+    if (recorded !== fileHash) await h.run(`printf '%s\\n' ${shQuote(fileHash)} > ${shQuote(`${h.o.configPath}.healvnfm.sha256`)}`, 'record the applied hash');
+    return { ...base, action: 'unchanged' };
+  }
+  // membership only: runtime API first, then the file (validated) without a reload
+  const socket = text ? adminSocketPath(text) : undefined;
+  if (running && desired && liveSection && text !== undefined && h.o.useRuntimeApi !== false && parseLbConfig(next).base === parsed.base) {
+    const changes = membershipOnly(liveSection, desired);
+    const othersSame = [...parsed.owners].every(([o, t]) => o === owner || owners.get(o) === t);
+    if (changes && othersSame && socket) {
+      const staged = await h.stage(next);
+      const sent: string[] = [];
+      if (await applyRuntime(h, socket, changes, sent)) {
+        await h.swap(staged, fileHash);
+        return { ...base, action: 'runtime', runtime: sent };
+      }
+      // a refused runtime command: the validated file and a reload settle it
+      await h.swap(staged, fileHash);
+      await h.run(h.o.reloadCommand, 'reload haproxy');
+      await waitPorts(h, after, before.filter((p) => !after.includes(p)));
+      return { ...base, action: 'reload', runtime: sent };
+    }
+  }
+  const staged = await h.stage(next);
+  await h.swap(staged, fileHash);
+  const action = running ? 'reload' : 'start';
+  await h.run(running ? h.o.reloadCommand : h.o.startCommand, `${action} haproxy`);
+  await waitPorts(h, after, before.filter((p) => !after.includes(p)));
+  return { ...base, action };
+}
+
+function wrap<T>(h: LbHost, what: string, fn: () => Promise<T>): Promise<T> {
+  return serialised(`${h.s.host}|${h.o.configPath}`, async () => {
+    try {
+      return await fn();
+    } catch (e) {
+      if (isVnfmError(e)) throw e;
+      throw vnfmError('VNFM_ERR_MGMT_FAILED', `${what} on the load balancer ${h.name}: ${(e as Error).message}`);
+    }
+  });
+}
+
+/**
+ * Makes the LB publish exactly `config.frontends` for `config.owner` (its section replaced as a
+ * whole; other owners' sections and the base untouched). Validated before anything is written
+ * (bad names/ports, clashes with other owners: VNFM_ERR_MGMT_REFUSED); an invalid resulting file
+ * leaves the live one untouched (VNFM_ERR_MGMT_COMMAND naming haproxy's message).
+ */
+export function reconcileOwner(session: SshSession, config: LbOwnerConfig, opts: LbHostOptions = {}): Promise<LbApplyResult> {
+  const h = new LbHost(session, opts);
+  try {
+    checkOwnerConfig(config);
+  } catch (e) {
+    return Promise.reject(terminalError('VNFM_ERR_MGMT_REFUSED', `the load balancer ${h.name}: ${(e as Error).message}`));
+  }
+  return wrap(h, `publishing ${config.owner}`, () => apply(h, config.owner, config));
+}
+
+/** Removes the owner's section (its ports stop listening); nothing to do when it has none. */
+export function removeOwner(session: SshSession, owner: string, opts: LbHostOptions = {}): Promise<LbApplyResult> {
+  const h = new LbHost(session, opts);
+  return wrap(h, `removing ${owner}`, async () => {
+    const { text, parsed } = await readParsed(h);
+    if (text === undefined || !parsed.owners.has(owner)) {
+      return { owner, action: 'unchanged', hash: null, fileHash: text === undefined ? '' : sha256(text), ports: { before: [], after: [] } } satisfies LbApplyResult;
+    }
+    return apply(h, owner, undefined);
+  });
+}
+
+/** Reads what the LB holds (for drift checks and tests): the file, its hashes, the owners' sections. */
+export function readLbState(session: SshSession, opts: LbHostOptions = {}): Promise<LbState> {
+  const h = new LbHost(session, opts);
+  return wrap(h, 'reading the state', async () => {
+    const { text, parsed, recorded } = await readParsed(h);
+    const owners: LbState['owners'] = {};
+    for (const [o, t] of parsed.owners) owners[o] = { hash: sha256(t), ports: portsOf(t) };
+    return { text, fileHash: text === undefined ? undefined : sha256(text), recordedHash: recorded, owners, running: await h.running() };
+  });
+}
