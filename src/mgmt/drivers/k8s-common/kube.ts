@@ -153,3 +153,21 @@ export async function ensureAdminToken(api: KubeApi, clock: Clock, o: { interval
     await clock.sleep(o.intervalMs, o.signal);
   }
 }
+
+/** Real time. */
+export const realClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const t = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(t);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+};

@@ -14,7 +14,9 @@ import type { HookArtifact, HookName, MgmtContext, MgmtDriver, MgmtResult, MgmtV
 import { driverConfig, type KubeadmDriverConfig } from './config.ts';
 import { paramsFor, runKubeadmHook, validatedParams } from './hooks.ts';
 import { buildInventory, findNode, roleVdus } from '../k8s-common/inventory.ts';
-import { type Clock, type KubeApiFactory, kubeClientFactory } from '../k8s-common/kube.ts';
+import { type Clock, type KubeApiFactory, kubeClientFactory, realClock } from '../k8s-common/kube.ts';
+
+export { realClock };
 import { checkFlatOverrides, drainParamsOf, effectiveInstallationParam, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
 import { masterTargetsRefusal } from './quorum.ts';
 import { RunContext, type SshConnect } from './run-context.ts';
@@ -39,24 +41,6 @@ const HOOKS = new Set<HookName>(['instantiate_end', 'terminate_end', 'scale_star
 
 /** Hooks made only of check-first, journaled removals: safe to resume automatically after a crash. */
 const IDEMPOTENT = new Set<HookName>(['terminate_end', 'scale_start', 'heal_start']);
-
-/** Real time. */
-export const realClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const t = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      const onAbort = () => {
-        clearTimeout(t);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
-};
 
 function badRequest(e: unknown): never {
   const msg = e instanceof Error ? e.message : String(e);
