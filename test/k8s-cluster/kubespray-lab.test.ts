@@ -123,7 +123,7 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
   /** The servers of a backend in the LB's configuration file. */
   const lbConfig = async (): Promise<string> => (await ssh(lbIp, 'sudo cat /etc/haproxy/haproxy.cfg')).stdout;
   const backendServers = (cfg: string, backend: string): string[] => {
-    const at = cfg.indexOf(`backend ${backend}`);
+    const at = cfg.search(new RegExp(`^backend ${backend.replace(/[.]/g, '\\.')}$`, 'm'));
     if (at < 0) return [];
     const rest = cfg.slice(at).split('\n').slice(1);
     const out: string[] = [];

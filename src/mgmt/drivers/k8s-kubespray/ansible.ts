@@ -86,6 +86,8 @@ export interface PlayVerdict {
   unreachableHosts: string[];
   /** One line for an error message: what failed where. */
   summary: string;
+  /** How long the play itself ran (the wrapper's clock), when known. */
+  durationMs?: number;
 }
 
 /**
@@ -198,8 +200,10 @@ export async function startPlay(h: Host, s: PlaySpec): Promise<void> {
     `cd ${shq(d)} || exit 1`,
     'echo $$ > pid.tmp && mv pid.tmp pid',
     env,
+    'date +%s%3N > t0',
     `${playCommand(s)} < /dev/null > log 2>&1`,
     'rc=$?',
+    'date +%s%3N > t1',
     'rm -f secrets.yaml',
     'echo $rc > rc.tmp && mv rc.tmp rc',
     '',
@@ -233,7 +237,10 @@ export async function waitPlay(h: Host, s: Pick<PlaySpec, 'runDir' | 'playbook' 
     const st = await runState(h, s.runDir);
     if (st.state === 'done') {
       const log = await readLog(h, s.runDir);
-      return judgePlay(st.rc, log);
+      const t = await h.exec(`cat ${shq(`${s.runDir}/t0`)} ${shq(`${s.runDir}/t1`)} 2>/dev/null`);
+      const [t0, t1] = t.stdout.trim().split('\n').map(Number);
+      const v = judgePlay(st.rc, log);
+      return t0 && t1 && t1 >= t0 ? { ...v, durationMs: t1 - t0 } : v;
     }
     if (st.state === 'lost') {
       await h.exec(`rm -f ${shq(`${s.runDir}/secrets.yaml`)}`);

@@ -98,6 +98,13 @@ export class KubesprayMgmtDriver implements MgmtDriver {
       case 'INSTANTIATE': {
         if (!bound('instantiate_')) return;
         const p = parseKubesprayParams(installationParamOf(c.additionalParams ?? v.params), { instanceId: v.instance.id, packageFiles: v.vnfd.files });
+        const unknown: string[] = [];
+        for (const [k, n] of [['master_node', p.masterNode], ['worker_node', p.workerNode]] as const) {
+          // the node address comes from a CP of the flavour (ssh_cp_name may name a floating IP resource when nic_cp_name is given)
+          if (n.nicCpName && !v.flavour.cps[n.nicCpName]) unknown.push(`${k}.nic_cp_name '${n.nicCpName}' is not a CP of flavour ${v.flavour.flavourId}`);
+          if (!n.nicCpName && !v.flavour.cps[n.sshCpName]) unknown.push(`${k}.ssh_cp_name '${n.sshCpName}' is not a CP of flavour ${v.flavour.flavourId}`);
+        }
+        if (unknown.length > 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `invalid k8s-kubespray parameters: ${unknown.join('; ')}`);
         try {
           roleVdus(v.flavour, p);
         } catch (e) {

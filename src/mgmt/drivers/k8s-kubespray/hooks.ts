@@ -245,7 +245,7 @@ async function play(rc: SprayRun, label: string, o: { playbook: string; inv: Inv
       await ctx.checkpoint();
       throw terminalError('VNFM_ERR_MGMT_FAILED', `${DRIVER}: ${o.playbook}${o.limit ? ` --limit=${o.limit}` : ''} failed (run ${runId}): ${verdict.summary}`, { extra: { run: runId, failedHosts: verdict.failedHosts, unreachableHosts: verdict.unreachableHosts } });
     }
-    rc.info(`${o.playbook} succeeded (run ${runId})`, { run: runId });
+    rc.info(`${o.playbook} succeeded (run ${runId})`, { run: runId, step: 'ansible', ...(verdict.durationMs !== undefined ? { ms: verdict.durationMs } : {}) });
     return { runId, rc: verdict.rc };
   });
 }
