@@ -302,6 +302,8 @@ async function clusterFrontends(rc: SprayRun, inv: Inventory, api: KubeApi | und
   const mine = lbOwner('cluster', rc.ctx.instance.id);
   const taken = new Set(Object.entries(state.owners).filter(([o]) => o !== mine).flatMap(([, v]) => v.ports));
   const np = nodePortFrontends({ instanceId: rc.ctx.instance.id, services, nodes });
+  const published = np.frontends.filter((f) => !taken.has(f.bind) && f.bind !== rc.cfg.lbApiPort);
+  rc.info(`LB frontends of the cluster: the API servers and ${published.length} NodePort(s) over ${nodes.length} worker(s)`, { services: services.length, skipped: np.frontends.length - published.length, unpublished: np.unpublished.length });
   return [...frontends, ...np.frontends.filter((f) => !taken.has(f.bind) && f.bind !== rc.cfg.lbApiPort)];
 }
 
