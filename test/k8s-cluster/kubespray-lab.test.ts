@@ -184,7 +184,6 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
   });
   after(async () => {
     clearInterval(sampler);
-    if (process.env.KS_DEBUG) writeFileSync('/tmp/ks-debug.log', vnfm.logs.join(''));
     await labKubeReq('DELETE', '/api/v1/namespaces/default/services/kubespray-web').catch(() => undefined);
     await vnfm?.close();
     rmSync(dataDir, { recursive: true, force: true });
