@@ -1,10 +1,12 @@
 /**
  * A VNFM killed (SIGKILL) while Ansible runs `cluster.yml` for a Kubespray cluster VNF (stage
  * `lab`). The VNFM runs as a child process (`vnfm start --lab`) on a data directory; the fixture's
- * hold switch keeps the play waiting on the Ansible server until the test has killed the VNFM; the
- * play then finishes while no VNFM runs; the restarted VNFM (same data directory: the lab adopts
- * its hosts) continues the instantiate BY ITSELF, picks up the play's result from the run's exit
- * code file, and the play is NOT started again (one `cluster.yml` run on the Ansible server).
+ * hold switch keeps the play waiting on the Ansible server while the test kills the VNFM and starts
+ * it again (same data directory: the lab adopts its hosts; the lab's Kubernetes API, which the
+ * play's kubeadm needs, lives in the VNFM process, so the play is released only once the VNFM is
+ * back). The restarted VNFM continues the instantiate BY ITSELF, finds the play by its journaled
+ * run id and waits for its exit code: the play is NOT started again (one `cluster.yml` run on the
+ * Ansible server) and the op completes.
  */
 import assert from 'node:assert/strict';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -148,22 +150,23 @@ describe('k8s-kubespray: VNFM killed during a play', { skip: lab.skip }, () => {
     });
     cli.child.kill('SIGKILL');
     await guard('the VNFM to die', cli.exited, 30_000);
-
-    // the play goes on without a VNFM and ends
-    writeFileSync(join(sprayRoot, 'hold-switch', 'release'), '');
     const rcFile = join(inventory, '.healvnfm', 'runs', run, 'rc');
+    assert.equal(existsSync(rcFile), false, 'the play still runs without a VNFM');
+
+    cli = await start();
+    const restarted = cli;
+    // the restarted VNFM resumes the op and waits for the same run, then the play goes on and ends
+    await until('the restarted VNFM waiting for the running play', () => restarted.lines.some((l) => typeof l.msg === 'string' && l.msg.includes(`waiting for the running cluster.yml (run ${run}`)));
+    writeFileSync(join(sprayRoot, 'hold-switch', 'release'), '');
     await until('cluster.yml finished', () => existsSync(rcFile));
     assert.equal(readFileSync(rcFile, 'utf8').trim(), '0');
     assert.equal(existsSync(join(inventory, '.healvnfm', 'runs', run, 'secrets.yaml')), false, 'the secret inventory is gone with the play');
-
-    cli = await start();
     const done = await until('the instantiate to end', async () => {
       const o = await api('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`);
       return ['COMPLETED', 'FAILED_TEMP', 'FAILED'].includes(o.body.operationState) ? o.body : undefined;
     });
     assert.equal(done.operationState, 'COMPLETED', JSON.stringify(done.error));
     assert.deepEqual(runsOf('cluster.yml'), [run], 'cluster.yml ran once: the restarted VNFM waited for the same run');
-    assert.ok(cli.lines.some((l) => typeof l.msg === 'string' && l.msg.includes(`waiting for the running cluster.yml (run ${run}`)), 'the restarted VNFM picked the run up');
     const k8s = (await api('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo.metadata.k8sCluster;
     assert.equal(k8s.apiUrl, `https://${service.lb}:8383`);
     assert.ok(!JSON.stringify(cli.lines).includes(LAB_PASSWORD), 'no password logged');

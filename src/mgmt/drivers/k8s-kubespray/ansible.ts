@@ -171,14 +171,14 @@ export type RunState = { state: 'absent' } | { state: 'running'; pid?: number } 
 /** Reads the state of a run: rc file, else whether its wrapper still lives. */
 export async function runState(h: Host, runDir: string): Promise<RunState> {
   const d = shq(runDir);
-  const r = await h.exec(`if [ -f ${d}/rc ]; then echo "rc $(cat ${d}/rc)"; elif [ -f ${d}/pid ]; then p=$(cat ${d}/pid); if kill -0 "$p" 2>/dev/null; then echo "running $p"; else echo lost; fi; elif [ -d ${d} ]; then echo starting; else echo absent; fi`);
+  // no pid file: the wrapper never started (the start command waits for it), whatever the directory holds
+  const r = await h.exec(`if [ -f ${d}/rc ]; then echo "rc $(cat ${d}/rc)"; elif [ -f ${d}/pid ]; then p=$(cat ${d}/pid); if kill -0 "$p" 2>/dev/null; then echo "running $p"; else echo lost; fi; else echo absent; fi`);
   const out = r.stdout.trim();
   if (out.startsWith('rc ')) {
     const rc = Number(out.slice(3).trim());
     return { state: 'done', rc: Number.isInteger(rc) ? rc : 255 };
   }
   if (out.startsWith('running')) return { state: 'running', pid: Number(out.split(' ')[1]) };
-  if (out === 'starting') return { state: 'running' };
   if (out === 'lost') return { state: 'lost' };
   return { state: 'absent' };
 }
@@ -204,12 +204,13 @@ export async function startPlay(h: Host, s: PlaySpec): Promise<void> {
     `${playCommand(s)} < /dev/null > log 2>&1`,
     'rc=$?',
     'date +%s%3N > t1',
-    'rm -f secrets.yaml',
+    'rm -f secrets.yaml key-*',
     'echo $rc > rc.tmp && mv rc.tmp rc',
     '',
   ].join('\n');
   await h.session.upload(`${d}/run.sh`, wrapper, { mode: 0o700 });
-  await h.run(`cd ${shq(d)} && setsid sh ./run.sh < /dev/null > /dev/null 2>&1 &`, { label: `start ${s.playbook}` });
+  // detached (own session, no terminal); returns once the wrapper has written its pid
+  await h.run(`cd ${shq(d)} && rm -f pid rc && (setsid sh ./run.sh < /dev/null > /dev/null 2>&1 &) && i=0 && while [ ! -f pid ] && [ $i -lt 300 ]; do sleep 0.1; i=$((i+1)); done; test -f pid`, { label: `start ${s.playbook}` });
 }
 
 /** What waiting for a play reports. */
@@ -243,7 +244,7 @@ export async function waitPlay(h: Host, s: Pick<PlaySpec, 'runDir' | 'playbook' 
       return t0 && t1 && t1 >= t0 ? { ...v, durationMs: t1 - t0 } : v;
     }
     if (st.state === 'lost') {
-      await h.exec(`rm -f ${shq(`${s.runDir}/secrets.yaml`)}`);
+      await h.exec(`rm -f ${shq(`${s.runDir}/secrets.yaml`)} ${shq(s.runDir)}/key-*`);
       throw retryableError('VNFM_ERR_MGMT_FAILED', `ansible run ${s.runId} (${s.playbook}) ended without an exit code (the Ansible server restarted?); retry runs it again`);
     }
     if (st.state === 'absent') throw vnfmError('VNFM_ERR_MGMT_FAILED', `ansible run ${s.runId} (${s.playbook}) is not on the Ansible server (${s.runDir})`);
