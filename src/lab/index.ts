@@ -14,12 +14,14 @@ import type { OpenStackSim } from '../sim/openstack/index.ts';
 import { ensureUser, installSudoers, loadSecrets, removeSudoers, SUDOERS_FILE } from './access.ts';
 import { intToIp, ipToInt, parseLabCidr } from './addresses.ts';
 import { Fleet, type LabLogger } from './hosts.ts';
+import { NodePortProxy } from './nodeports.ts';
 import { Provisioner } from './provisioner.ts';
 import { run } from './sh.ts';
 
 export { compareIps, LAB_BRIDGE, LAB_PREFIX, namespaceOf, parseLabCidr, vethOf } from './addresses.ts';
 export { Fleet, type FleetOptions, type HostInfo, type LabLogger, labAddress } from './hosts.ts';
 export { acquireLabLock, LabBusyError } from './lock.ts';
+export { type NodePortListener, NodePortProxy, type NodePortProxyOptions } from './nodeports.ts';
 export { type LabCloud, type LabNodes, Provisioner, type ProvisionerOptions } from './provisioner.ts';
 export { SUDOERS_FILE } from './access.ts';
 
@@ -130,6 +132,11 @@ export interface Lab {
   readonly kubernetes: { url: string; token: string; caCert: string; caFile: string; sim: KubernetesSim };
   readonly fleet: Fleet;
   readonly provisioner: Provisioner;
+  /**
+   * The stand-in kube-proxy: every node port of every NodePort Service answers on the hosts whose
+   * Node is Ready (see nodeports.ts); undefined when the machine has no socat.
+   */
+  readonly nodePorts: NodePortProxy | undefined;
   /** Resolves when the hosts are in line with the cloud (no reconcile running or pending). */
   settled(): Promise<void>;
   /** "The VM died" behind the cloud's back: processes killed, Node failed, VIPs moved (see {@link Provisioner.killHost}). */
@@ -235,6 +242,12 @@ export async function startLab(o: LabOptions): Promise<Lab> {
     const provisioner = new Provisioner({ cloud: o.openstack, fleet, networkId: net.networkId, nodes: k8s, podEvictionTimeoutMs: o.podEvictionTimeoutMs ?? 300_000, logger: log });
     undo.push(() => provisioner.stop());
     await provisioner.start();
+    let nodePorts: NodePortProxy | undefined;
+    if (NodePortProxy.available()) {
+      nodePorts = new NodePortProxy({ fleet, kube: { httpUrl: k8s.httpUrl, token: k8s.token }, logger: log });
+      undo.push(() => nodePorts?.stop());
+      await nodePorts.start();
+    } else log.warn({}, 'lab: no /usr/bin/socat (Debian package socat): node ports of Services do not answer on the hosts');
     log.info(
       { bridge: subnet.gatewayIp, cidr: subnet.cidr, network: networkName, user, serviceHosts: serviceHosts ?? null, hosts: fleet.list().map((h) => h.ip), kubernetes: k8s.url, labDir, credentialsFile: credentialsFile ?? null, sudoers: SUDOERS_FILE },
       'lab started',
@@ -251,6 +264,7 @@ export async function startLab(o: LabOptions): Promise<Lab> {
       kubernetes: { url: k8s.url, token: k8s.token, caCert: k8s.caCert, caFile, sim: k8s },
       fleet,
       provisioner,
+      nodePorts,
       settled: () => provisioner.settled(),
       killHost: (ip) => provisioner.killHost(ip),
       startHost: (ip) => provisioner.startHost(ip),

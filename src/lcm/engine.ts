@@ -8,6 +8,7 @@ import { InfraDriverRegistry } from '../infra/infra-driver.ts';
 import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
 import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import { createNodePortLbDriver } from '../mgmt/drivers/cnf-nodeport-lb/index.ts';
 import { createKubeadmDriver, driverConfig as kubeadmConfig } from '../mgmt/drivers/k8s-kubeadm/index.ts';
 import { createKubesprayDriver, kubesprayConfig } from '../mgmt/drivers/k8s-kubespray/index.ts';
 import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
@@ -61,6 +62,7 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
       },
     }),
   );
+  mgmt.register(createNodePortLbDriver());
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config);
   let runner: Runner | undefined;

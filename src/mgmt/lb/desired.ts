@@ -262,7 +262,60 @@ export function membershipOnly(live: string, desired: LbOwnerConfig): ServerChan
   return out;
 }
 
+/**
+ * An owner's section read back into its config (the inverse of {@link renderOwnerSection});
+ * undefined when the section is not exactly a rendering (edited by hand: it cannot be transformed
+ * safely, only replaced).
+ */
+export function parseOwnerSection(section: string): LbOwnerConfig | undefined {
+  const lines = section.split('\n');
+  const first = lines[0] ?? '';
+  if (!first.startsWith(BEGIN)) return undefined;
+  const owner = first.slice(BEGIN.length).trim();
+  const frontends = new Map<string, LbFrontend>();
+  let comment: string | undefined;
+  let current: { kind: 'frontend' | 'backend'; name: string } | undefined;
+  for (const line of lines.slice(1, -1)) {
+    let m: RegExpExecArray | null;
+    if ((m = /^# (.*)$/.exec(line))) comment = m[1];
+    else if ((m = /^frontend (\S+)$/.exec(line))) {
+      current = { kind: 'frontend', name: m[1] as string };
+      frontends.set(current.name, { name: current.name, bind: 0, servers: [], ...(comment !== undefined ? { comment } : {}) });
+      comment = undefined;
+    } else if ((m = /^backend (\S+)$/.exec(line))) current = { kind: 'backend', name: m[1] as string };
+    else if (current?.kind === 'frontend' && (m = /^ {4}bind \*:(\d+)$/.exec(line))) (frontends.get(current.name) as LbFrontend).bind = Number(m[1]);
+    else if (current?.kind === 'backend' && (m = /^ {4}server (\S+) (\[[0-9a-fA-F:]+\]|[0-9.]+):(\d+) (.+)$/.exec(line))) {
+      const f = frontends.get(current.name);
+      if (!f) return undefined;
+      f.servers.push({ name: m[1] as string, address: (m[2] as string).replace(/^\[|\]$/g, ''), port: Number(m[3]) });
+      if ((m[4] as string) !== DEFAULT_CHECK) f.check = m[4] as string;
+    }
+  }
+  const config = { owner, frontends: [...frontends.values()] };
+  try {
+    return renderOwnerSection(config) === section ? config : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 // ------------------------------------------------------------------ inputs -> frontends
+
+/** The servers of a node-port backend: every Ready schedulable node on `port`. */
+export function nodePortServers(nodes: readonly LbNode[], port: number): LbServer[] {
+  return nodes.filter((n) => n.ready && n.schedulable).map((n) => ({ name: safe(n.name), address: n.address, port }));
+}
+
+/**
+ * The config with every node-port frontend (all servers on the frontend's own port) given the
+ * current nodes as servers; other frontends (e.g. API servers on 6443) kept as they are.
+ */
+export function withNodeMembers(c: LbOwnerConfig, nodes: readonly LbNode[]): LbOwnerConfig {
+  return {
+    owner: c.owner,
+    frontends: c.frontends.map((f) => (f.servers.every((s) => s.port === f.bind) ? { ...f, servers: nodePortServers(nodes, f.bind) } : f)),
+  };
+}
 
 /** A Kubernetes node as the LB sees it. */
 export interface LbNode {
@@ -308,7 +361,6 @@ export interface Unpublished {
  */
 export function nodePortFrontends(input: { instanceId: string; services: readonly LbService[]; nodes: readonly LbNode[] }): { frontends: LbFrontend[]; unpublished: Unpublished[] } {
   const short = shortId(input.instanceId);
-  const servers = input.nodes.filter((n) => n.ready && n.schedulable);
   const frontends: LbFrontend[] = [];
   const unpublished: Unpublished[] = [];
   for (const svc of input.services) {
@@ -329,7 +381,7 @@ export function nodePortFrontends(input: { instanceId: string; services: readonl
         name: `np_${short}_${safe(svc.namespace)}_${safe(svc.name)}_${nodePort}`,
         bind: nodePort,
         comment: `service ${label} port ${p.name ? `${p.name} ` : ''}${p.port}/${protocol} nodePort ${nodePort}`,
-        servers: servers.map((n) => ({ name: safe(n.name), address: n.address, port: nodePort })),
+        servers: nodePortServers(input.nodes, nodePort),
       });
     }
   }

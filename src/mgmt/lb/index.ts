@@ -21,7 +21,15 @@
  * } finally { await release(); }
  * // cluster driver: reconcileOwner(session, { owner: lbOwner('cluster', id), frontends: [apiServerFrontend({ masters }), ...] })
  * // terminate: await removeOwner(session, lbOwner('cnf', instanceId));
+ * // the cluster's nodes changed (worker healed/added/removed): every CNF section's node-port backends follow
+ * await reconcileNodeMembers(session, nodes);          // runtime API when only members change
+ * // drift check (e.g. a periodic sync): readLbState(session) -> fileDrift, owners[o].drift
  * ```
+ *
+ * What was applied is recorded on the LB next to the file (`<cfg>.healvnfm.json`: file hash and
+ * each owner's section hash); a file or section that differs from its record is drift, reported
+ * (`LbApplyResult.drift`, `LbState.fileDrift` / `owners[o].drift`) and overwritten by the next
+ * apply of that owner.
  *
  * Errors (VnfmError, terminal: the op goes FAILED_TEMP and a retry re-runs the apply):
  * - `VNFM_ERR_MGMT_REFUSED`: invalid names/ports, or a frontend name / bind port another owner or
@@ -48,7 +56,9 @@ export {
   type LbServicePort,
   membershipOnly,
   nodePortFrontends,
+  nodePortServers,
   parseLbConfig,
+  parseOwnerSection,
   type ParsedLbConfig,
   renderOwnerSection,
   type ServerChanges,
@@ -56,6 +66,7 @@ export {
   shapeOf,
   shortId,
   type Unpublished,
+  withNodeMembers,
 } from './desired.ts';
-export { type LbApplyResult, type LbHostOptions, type LbState, readLbState, reconcileOwner, removeOwner } from './reconciler.ts';
+export { type LbApplyResult, type LbHostOptions, type LbState, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from './reconciler.ts';
 export * as haproxyConfig from './haproxy-config.ts';

@@ -12,10 +12,11 @@
  *   not run). An invalid file is removed and the live configuration stays untouched; the error
  *   names haproxy's message.
  *
- * After a reload every desired port must listen and no removed port may (`ss -lnt`). The hash of
- * the applied file is recorded next to it (`<cfg>.healvnfm.sha256`): a live file that differs from
- * it, or an owner's section that differs from the hash its caller last applied, is drift —
- * reported in the result and corrected by the same apply.
+ * After a reload every desired port must listen and no removed port may (`ss -lnt`). What was
+ * applied is recorded next to the file (`<cfg>.healvnfm.json`: the file's hash and each owner's
+ * section hash, whoever applied it): a live file or an owner's section that differs from its
+ * record is drift — reported in the result and corrected by the same apply (for the owner being
+ * applied; other owners' drift is reported by {@link readLbState}).
  */
 import { isVnfmError, terminalError, vnfmError } from '../../errors.ts';
 import type { ExecResult, SshSession } from '../ssh/ssh-executor.ts';
@@ -26,13 +27,16 @@ import {
   conflicts,
   defaultBase,
   type LbOwnerConfig,
+  type LbNode,
   membershipOnly,
   parseLbConfig,
+  parseOwnerSection,
   type ParsedLbConfig,
   renderOwnerSection,
   type ServerChanges,
   sha256,
   shapeOf,
+  withNodeMembers,
 } from './desired.ts';
 import { adminSocketPath, parseServersState } from './haproxy-config.ts';
 
@@ -54,7 +58,10 @@ export interface LbHostOptions {
   settleTimeoutMs?: number;
   /** Use the runtime API for membership-only changes. @default true */
   useRuntimeApi?: boolean;
-  /** Hash of this owner's section as the caller last applied it ({@link LbApplyResult.hash}). */
+  /**
+   * Hash of this owner's section as the caller last applied it ({@link LbApplyResult.hash}); only
+   * used when the LB has no record of its own (an older or hand-made file).
+   */
   lastAppliedHash?: string | null;
   signal?: AbortSignal;
   /** Name of the LB in messages. @default the SSH host */
@@ -70,7 +77,7 @@ export interface LbApplyResult {
   hash: string | null;
   /** sha256 of the whole live file afterwards. */
   fileHash: string;
-  /** Drift found before applying (then corrected): the file differs from the last recorded apply, or the owner's section from `lastAppliedHash`. */
+  /** Drift found before applying (then corrected): the file differs from the recorded apply, or the owner's section from its recorded hash. */
   drift?: { file: boolean; section: boolean };
   /** Bind ports of this owner before and after. */
   ports: { before: number[]; after: number[] };
@@ -83,10 +90,12 @@ export interface LbState {
   /** The live file, undefined when there is none. */
   text: string | undefined;
   fileHash: string | undefined;
-  /** The hash recorded by the last apply (undefined: none recorded). */
+  /** The file hash recorded by the last apply (undefined: none recorded). */
   recordedHash: string | undefined;
-  /** Owner -> its section's hash and bind ports. */
-  owners: Record<string, { hash: string; ports: number[] }>;
+  /** Owner -> its section's hash, bind ports and whether it differs from the recorded hash (drift). */
+  owners: Record<string, { hash: string; ports: number[]; drift: boolean }>;
+  /** The file differs from the recorded apply. */
+  fileDrift: boolean;
   running: boolean;
 }
 
@@ -174,9 +183,12 @@ class LbHost {
     }
     return next;
   }
-  async swap(staged: string, hash: string): Promise<void> {
+  async swap(staged: string, record: LbRecord): Promise<void> {
     const cfg = this.o.configPath;
-    await this.run(`mv -f ${shQuote(staged)} ${shQuote(cfg)} && printf '%s\\n' ${shQuote(hash)} > ${shQuote(`${cfg}.healvnfm.sha256`)}`, `install ${cfg}`);
+    await this.run(`mv -f ${shQuote(staged)} ${shQuote(cfg)} && cat > ${shQuote(recordPath(cfg))}`, `install ${cfg}`, `${JSON.stringify(record)}\n`);
+  }
+  async record(record: LbRecord): Promise<void> {
+    await this.run(`cat > ${shQuote(recordPath(this.o.configPath))}`, 'record the applied hashes', `${JSON.stringify(record)}\n`);
   }
 }
 
@@ -196,7 +208,21 @@ function portsOf(section: string | undefined): number[] {
   return [...shapeOf(section).frontends.values()].flat().sort((a, b) => a - b);
 }
 
-async function readParsed(h: LbHost): Promise<{ text: string | undefined; parsed: ParsedLbConfig; recorded: string | undefined }> {
+/** What the last apply left next to the file. */
+interface LbRecord {
+  file: string;
+  owners: Record<string, string>;
+}
+
+function recordPath(cfg: string): string {
+  return `${cfg}.healvnfm.json`;
+}
+
+function recordOf(text: string, owners: ReadonlyMap<string, string>): LbRecord {
+  return { file: sha256(text), owners: Object.fromEntries([...owners].sort(([a], [b]) => (a < b ? -1 : 1)).map(([o, t]) => [o, sha256(t)])) };
+}
+
+async function readParsed(h: LbHost): Promise<{ text: string | undefined; parsed: ParsedLbConfig; recorded: LbRecord | undefined }> {
   const text = await h.read(h.o.configPath);
   let parsed: ParsedLbConfig;
   try {
@@ -204,8 +230,15 @@ async function readParsed(h: LbHost): Promise<{ text: string | undefined; parsed
   } catch (e) {
     throw terminalError('VNFM_ERR_MGMT_FAILED', `${h.o.configPath} of the load balancer ${h.name} cannot be managed: ${(e as Error).message}`);
   }
-  const rec = await h.read(`${h.o.configPath}.healvnfm.sha256`);
-  return { text, parsed, recorded: rec?.trim() || undefined };
+  const rec = await h.read(recordPath(h.o.configPath));
+  let recorded: LbRecord | undefined;
+  try {
+    const j = rec ? (JSON.parse(rec) as LbRecord) : undefined;
+    if (j && typeof j.file === 'string' && typeof j.owners === 'object' && j.owners !== null) recorded = j;
+  } catch {
+    recorded = undefined; // unreadable record: no drift can be told
+  }
+  return { text, parsed, recorded };
 }
 
 async function waitPorts(h: LbHost, want: number[], gone: number[]): Promise<void> {
@@ -258,9 +291,10 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   const { text, parsed, recorded } = await readParsed(h);
   const liveSection = parsed.owners.get(owner);
   const before = portsOf(liveSection);
+  const expected = recorded ? (recorded.owners[owner] ?? null) : h.o.lastAppliedHash;
   const drift = {
-    file: text !== undefined && recorded !== undefined && sha256(text) !== recorded,
-    section: h.o.lastAppliedHash !== undefined && (liveSection === undefined ? h.o.lastAppliedHash !== null : sha256(liveSection) !== h.o.lastAppliedHash),
+    file: text !== undefined && recorded !== undefined && sha256(text) !== recorded.file,
+    section: expected !== undefined && (liveSection === undefined ? expected !== null : sha256(liveSection) !== expected),
   };
   const section = desired ? renderOwnerSection(desired) : undefined;
   if (desired) {
@@ -274,10 +308,11 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   const hash = section ? sha256(section) : null;
   const after = portsOf(section);
   const fileHash = sha256(next);
+  const record = recordOf(next, owners);
   const base = { owner, hash, fileHash, ports: { before, after }, ...(drift.file || drift.section ? { drift } : {}) };
   const running = await h.running();
   if (text === next && running) {
-    if (recorded !== fileHash) await h.run(`printf '%s\\n' ${shQuote(fileHash)} > ${shQuote(`${h.o.configPath}.healvnfm.sha256`)}`, 'record the applied hash');
+    if (JSON.stringify(recorded) !== JSON.stringify(record)) await h.record(record);
     return { ...base, action: 'unchanged' };
   }
   // membership only: runtime API first, then the file (validated) without a reload
@@ -289,18 +324,18 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
       const staged = await h.stage(next);
       const sent: string[] = [];
       if (await applyRuntime(h, socket, changes, sent)) {
-        await h.swap(staged, fileHash);
+        await h.swap(staged, record);
         return { ...base, action: 'runtime', runtime: sent };
       }
       // a refused runtime command: the validated file and a reload settle it
-      await h.swap(staged, fileHash);
+      await h.swap(staged, record);
       await h.run(h.o.reloadCommand, 'reload haproxy');
       await waitPorts(h, after, before.filter((p) => !after.includes(p)));
       return { ...base, action: 'reload', runtime: sent };
     }
   }
   const staged = await h.stage(next);
-  await h.swap(staged, fileHash);
+  await h.swap(staged, record);
   const action = running ? 'reload' : 'start';
   await h.run(running ? h.o.reloadCommand : h.o.startCommand, `${action} haproxy`);
   await waitPorts(h, after, before.filter((p) => !after.includes(p)));
@@ -352,7 +387,39 @@ export function readLbState(session: SshSession, opts: LbHostOptions = {}): Prom
   return wrap(h, 'reading the state', async () => {
     const { text, parsed, recorded } = await readParsed(h);
     const owners: LbState['owners'] = {};
-    for (const [o, t] of parsed.owners) owners[o] = { hash: sha256(t), ports: portsOf(t) };
-    return { text, fileHash: text === undefined ? undefined : sha256(text), recordedHash: recorded, owners, running: await h.running() };
+    for (const [o, t] of parsed.owners) owners[o] = { hash: sha256(t), ports: portsOf(t), drift: recorded !== undefined && recorded.owners[o] !== sha256(t) };
+    const fileHash = text === undefined ? undefined : sha256(text);
+    return { text, fileHash, recordedHash: recorded?.file, owners, fileDrift: recorded !== undefined && fileHash !== recorded.file, running: await h.running() };
+  });
+}
+
+/**
+ * The cluster's nodes changed (a worker healed, added, removed, drained): every node-port backend
+ * of the selected owners (default: every CNF section, `cnf-*`) gets the Ready schedulable nodes
+ * as its servers — through the runtime API when only members change, the file rewritten
+ * (validated) so a restart keeps them. Sections that are not exactly a rendering (edited by hand)
+ * are skipped and named in `skipped`.
+ */
+export function reconcileNodeMembers(
+  session: SshSession,
+  nodes: readonly LbNode[],
+  opts: LbHostOptions & { owners?: (owner: string) => boolean } = {},
+): Promise<{ results: LbApplyResult[]; skipped: string[] }> {
+  const h = new LbHost(session, opts);
+  const select = opts.owners ?? ((o: string) => o.startsWith('cnf-'));
+  return wrap(h, 'updating node members', async () => {
+    const { parsed } = await readParsed(h);
+    const results: LbApplyResult[] = [];
+    const skipped: string[] = [];
+    for (const [owner, section] of parsed.owners) {
+      if (!select(owner)) continue;
+      const config = parseOwnerSection(section);
+      if (!config) {
+        skipped.push(owner);
+        continue;
+      }
+      results.push(await apply(h, owner, withNodeMembers(config, nodes)));
+    }
+    return { results, skipped };
   });
 }
