@@ -156,6 +156,7 @@ export class Executor {
   private readonly leases = new WeakMap<OpCtx, OpLease>();
   /** Executions whose op reached its final state (the lease is given back: no more writes). */
   private readonly finished = new WeakSet<OpCtx>();
+  private readonly saving = new Map<string, Promise<void>>();
 
   constructor(private readonly d: ExecutorDeps) {}
 
@@ -239,8 +240,20 @@ export class Executor {
     return FORWARD_STEPS.find((x) => !ctx.done.includes(x)) ?? 'finalize';
   }
 
-  private async save(_opId: string, ctx: OpCtx): Promise<void> {
-    await this.lease(ctx).write({ ctx: json(ctx) });
+  /**
+   * Writes the op's checkpoint. Writes of one op are serialised and each serialises the context
+   * when it runs, so concurrent driver steps (journaled in parallel) never let an older snapshot
+   * land after a newer one.
+   */
+  private save(opId: string, ctx: OpCtx): Promise<void> {
+    const prior = this.saving.get(opId) ?? Promise.resolve();
+    const next = prior.catch(() => undefined).then(() => this.lease(ctx).write({ ctx: json(ctx) }));
+    const tail = next.catch(() => undefined);
+    this.saving.set(opId, tail);
+    void tail.then(() => {
+      if (this.saving.get(opId) === tail) this.saving.delete(opId);
+    });
+    return next;
   }
 
   private async step(opId: string, ctx: OpCtx, name: string, log: Logger, fn: () => Promise<void | 'skipped'>, needed: () => boolean = () => true, resumable: () => boolean = () => false): Promise<void> {

@@ -183,6 +183,27 @@ export class FakeCluster {
     this.commands.push({ host: vm.ip, cmd, sudo: o.sudo === true, ...(stdin !== undefined ? { stdin } : {}) });
     if (this.crashOn?.test(cmd)) throw new Error(`simulated crash while running: ${cmd.slice(0, 40)}`);
     let m: RegExpExecArray | null;
+    // installHaproxyConfig: stdin -> private temp file, `haproxy -c`, copy in place, reload (one script)
+    if (cmd.startsWith('umask 077\n') && cmd.includes('haproxy -c -f')) {
+      if (!o.sudo) return fail(1, 'Permission denied');
+      const text = stdin ?? '';
+      const live = /cat "\$t" > '([^']+)'/.exec(cmd)?.[1] as string;
+      if (vm.haproxyBroken || !/backend kubernetes-apiserver/.test(text)) return fail(97, "[ALERT] config : parsing [x:1] : unknown keyword 'bogus'");
+      vm.files.set(live, text);
+      if (cmd.split('\n').at(-1) === 'systemctl reload haproxy') {
+        vm.reloads++;
+        vm.loadedHaproxy = text;
+      }
+      return ok();
+    }
+    // haproxyRuntime: socat (else nc) on the admin socket, in one command
+    if ((m = /^printf '%s\\n' '([^']+)' \| \{ if command -v socat >\/dev\/null 2>&1; then socat stdio UNIX-CONNECT:'([^']+)'; elif .* fi; \}$/.exec(cmd))) {
+      if (!vm.tools.has('socat') && !vm.tools.has('nc')) return fail(127, '');
+      const c = m[1] as string;
+      vm.runtime.push(c);
+      if (c.startsWith('show servers state')) return ok(this.serversState(vm));
+      return ok('\n');
+    }
     if ((m = /^cat > '([^']+)'$/.exec(cmd))) {
       if (!o.sudo) return fail(1, 'Permission denied');
       vm.files.set(m[1] as string, stdin ?? '');

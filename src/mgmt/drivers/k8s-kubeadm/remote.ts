@@ -80,10 +80,9 @@ export async function etcdMembers(h: Host): Promise<EtcdMember[]> {
 
 /** Members and their health (`endpoint status` / `endpoint health` over the cluster, 3 s each). */
 export async function etcdView(h: Host, maxLag: number): Promise<EtcdView> {
-  const members = await etcdMembers(h);
+  // three independent reads on three channels of the one session, side by side.
   // --cluster probes exit non-zero when an endpoint does not answer; their JSON still lists the others
-  const st = await h.exec(etcdCommands.endpointStatus(), { sudo: true });
-  const he = await h.exec(etcdCommands.endpointHealth(), { sudo: true });
+  const [members, st, he] = await Promise.all([etcdMembers(h), h.exec(etcdCommands.endpointStatus(), { sudo: true }), h.exec(etcdCommands.endpointHealth(), { sudo: true })]);
   let status: EtcdEndpointStatus[] = [];
   let health: EtcdEndpointHealth[] = [];
   try {
@@ -138,40 +137,44 @@ export interface HaproxySettings {
   port: number;
 }
 
-/** The runtime API client a host has (`socat` preferred), or undefined. */
-async function runtimeTool(h: Host): Promise<'socat' | 'nc' | undefined> {
-  if (await h.has('socat')) return 'socat';
-  if (await h.has('nc')) return 'nc';
-  return undefined;
-}
+/** Exit status of the runtime client wrapper when the host has neither `socat` nor `nc`. */
+const NO_RUNTIME_TOOL = 127;
 
-/** Sends one runtime API command over the admin stats socket; undefined when there is no way to. */
+/**
+ * Sends one runtime API command over the admin stats socket (`socat` preferred, else `nc -U`), in
+ * one round trip; undefined when there is no way to (no socket in the configuration, no client).
+ */
 export async function haproxyRuntime(h: Host, configText: string, command: string): Promise<ExecResult | undefined> {
   const socket = adminSocketPath(configText);
   if (!socket) return undefined;
-  const tool = await runtimeTool(h);
-  if (!tool) return undefined;
-  const client = tool === 'socat' ? `socat stdio UNIX-CONNECT:${shq(socket)}` : `nc -U -w 3 ${shq(socket)}`;
-  return h.exec(`printf '%s\\n' ${shq(command)} | ${client}`, { sudo: true });
+  const client = `if command -v socat >/dev/null 2>&1; then socat stdio UNIX-CONNECT:${shq(socket)}; elif command -v nc >/dev/null 2>&1; then nc -U -w 3 ${shq(socket)}; else exit ${NO_RUNTIME_TOOL}; fi`;
+  const r = await h.exec(`printf '%s\\n' ${shq(command)} | { ${client}; }`, { sudo: true });
+  return r.code === NO_RUNTIME_TOOL && r.stdout.trim() === '' ? undefined : r;
 }
 
+/** Exit status of {@link installHaproxyConfig}'s script when `haproxy -c` refused the new file. */
+const CONFIG_INVALID = 97;
+
 /**
- * Installs a new configuration: written to a private temp file, checked with `haproxy -c -f`
- * (a failing check leaves the live file untouched), copied in place, then HAProxy is reloaded.
+ * Installs a new configuration in one round trip: the text (on stdin) goes to a private temp file,
+ * is checked with `haproxy -c -f` (a failing check leaves the live file untouched), copied in place
+ * (same inode), and HAProxy is reloaded; the temp file is removed in every case.
  */
 export async function installHaproxyConfig(h: Host, s: HaproxySettings, text: string): Promise<void> {
-  const tmp = h.tempPath('healvnfm-haproxy');
-  await h.session.upload(tmp, text, { mode: 0o600 });
-  try {
-    const check = await h.exec(`haproxy -c -f ${shq(tmp)}`, { sudo: true });
-    if (check.code !== 0) {
-      throw vnfmError('VNFM_ERR_MGMT_COMMAND', `the new HAProxy configuration of ${h.name} is invalid (haproxy -c exit ${check.code}): ${lastLines(check.stderr || check.stdout)}; the live configuration was not changed`);
-    }
-    await h.sudo(`cat ${shq(tmp)} > ${shq(s.configPath)}`, { label: `write ${s.configPath}` });
-  } finally {
-    await h.exec(`rm -f ${shq(tmp)}`, { sudo: true }).catch(() => undefined);
+  const script = [
+    'umask 077',
+    't=$(mktemp /tmp/healvnfm-haproxy-XXXXXXXX) || exit 1',
+    `trap 'rm -f "$t" "$t.check"' EXIT`,
+    'cat > "$t"',
+    `if ! haproxy -c -f "$t" >"$t.check" 2>&1; then cat "$t.check" >&2; exit ${CONFIG_INVALID}; fi`,
+    `cat "$t" > ${shq(s.configPath)} || exit 1`,
+    s.reloadCommand,
+  ].join('\n');
+  const r = await h.exec(script, { sudo: true, stdin: text });
+  if (r.code === CONFIG_INVALID) {
+    throw vnfmError('VNFM_ERR_MGMT_COMMAND', `the new HAProxy configuration of ${h.name} is invalid (haproxy -c): ${lastLines(r.stderr || r.stdout)}; the live configuration was not changed`);
   }
-  await h.sudo(s.reloadCommand, { label: 'reload haproxy' });
+  if (r.code !== 0) throw vnfmError('VNFM_ERR_MGMT_COMMAND', `installing the HAProxy configuration on ${h.name} failed (exit ${r.code}): ${lastLines(r.stderr || r.stdout)}`);
 }
 
 /** Result of taking a master out of a survivor's HAProxy. */
