@@ -26,7 +26,8 @@ import { stringify } from 'yaml';
 import { isVnfmError, terminalError, vnfmError } from '../../../errors.ts';
 import type { VnfInstanceRecord } from '../../../model/vnf-instance.ts';
 import { vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
-import { apiServerFrontend, type LbFrontend, lbOwner, type LbService, nodePortFrontends, readLbState, reconcileOwner, removeOwner } from '../../lb/index.ts';
+import { INSTANCE_LABEL } from '../../../infra/kubernetes/manifests.ts';
+import { apiServerFrontend, type LbFrontend, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
 import type { ClusterInstanceState, HostSpec, SshConnect } from '../k8s-common/run-context.ts';
 import { ClusterRunContext } from '../k8s-common/run-context.ts';
@@ -280,19 +281,26 @@ async function forgetHostKeys(rc: SprayRun, nodes: readonly ClusterNode[]): Prom
 
 // ================================================================== LB
 
-async function clusterFrontends(rc: SprayRun, inv: Inventory, api: KubeApi | undefined, lbHost: Host): Promise<LbFrontend[]> {
-  const frontends: LbFrontend[] = [apiServerFrontend({ masters: inv.masters.map((m) => ({ name: m.name, address: m.nicIp })), bind: rc.cfg.lbApiPort, port: rc.cfg.apiServerPort })];
-  if (!api) return frontends;
-  // the cluster's NodePorts, except ports another owner (a CNF) already publishes on this LB
-  const names = new Set(allNodes(inv).map((n) => n.name));
-  const nodes = (await api.list('v1', 'Node', undefined)).items
+/** The cluster's Nodes (of the inventory) as the LB sees them. */
+async function lbNodes(api: KubeApi, inv: Inventory): Promise<LbNode[]> {
+  const known = allNodes(inv);
+  const names = new Set(known.map((n) => n.name));
+  return (await api.list('v1', 'Node', undefined)).items
     .filter((n) => names.has(n.metadata.name as string))
     .map((n) => {
       const addr = ((n.status?.addresses ?? []) as { type?: string; address?: string }[]).find((a) => a.type === 'InternalIP')?.address;
-      return { name: n.metadata.name as string, address: addr ?? allNodes(inv).find((x) => x.name === n.metadata.name)?.nicIp ?? '', ready: isNodeReady(n), schedulable: n.spec?.unschedulable !== true };
+      return { name: n.metadata.name as string, address: addr ?? known.find((x) => x.name === n.metadata.name)?.nicIp ?? '', ready: isNodeReady(n), schedulable: n.spec?.unschedulable !== true };
     })
-    .filter((n) => n.address !== '' && inv.workers.some((w) => w.name === n.name));
-  const services: LbService[] = (await api.list('v1', 'Service', undefined)).items.map((s) => ({
+    .filter((n) => n.address !== '');
+}
+
+async function clusterFrontends(rc: SprayRun, inv: Inventory, nodes: readonly LbNode[] | undefined, api: KubeApi | undefined, lbHost: Host): Promise<LbFrontend[]> {
+  const frontends: LbFrontend[] = [apiServerFrontend({ masters: inv.masters.map((m) => ({ name: m.name, address: m.nicIp })), bind: rc.cfg.lbApiPort, port: rc.cfg.apiServerPort })];
+  if (!api || !nodes) return frontends;
+  // The cluster's own NodePorts (workers as servers): not the Services of CNF instances (their
+  // driver publishes them in their own sections), nor ports another owner already publishes.
+  const workers = nodes.filter((n) => inv.workers.some((w) => w.name === n.name));
+  const services: LbService[] = (await api.list('v1', 'Service', undefined)).items.filter((s) => s.metadata.labels?.[INSTANCE_LABEL] === undefined).map((s) => ({
     namespace: s.metadata.namespace ?? 'default',
     name: s.metadata.name as string,
     type: String(s.spec?.type ?? 'ClusterIP'),
@@ -301,9 +309,9 @@ async function clusterFrontends(rc: SprayRun, inv: Inventory, api: KubeApi | und
   const state = await readLbState(lbHost.session, lbOptions(rc));
   const mine = lbOwner('cluster', rc.ctx.instance.id);
   const taken = new Set(Object.entries(state.owners).filter(([o]) => o !== mine).flatMap(([, v]) => v.ports));
-  const np = nodePortFrontends({ instanceId: rc.ctx.instance.id, services, nodes });
+  const np = nodePortFrontends({ instanceId: rc.ctx.instance.id, services, nodes: workers });
   const published = np.frontends.filter((f) => !taken.has(f.bind) && f.bind !== rc.cfg.lbApiPort);
-  rc.info(`LB frontends of the cluster: the API servers and ${published.length} NodePort(s) over ${nodes.length} worker(s)`, { services: services.length, skipped: np.frontends.length - published.length, unpublished: np.unpublished.length });
+  rc.info(`LB frontends of the cluster: the API servers and ${published.length} NodePort(s) over ${workers.length} worker(s)`, { services: services.length, skipped: np.frontends.length - published.length, unpublished: np.unpublished.length });
   return [...frontends, ...np.frontends.filter((f) => !taken.has(f.bind) && f.bind !== rc.cfg.lbApiPort)];
 }
 
@@ -312,11 +320,12 @@ function lbOptions(rc: SprayRun) {
 }
 
 /** Converges the cluster's LB section (serialised per LB with other instances' drivers). */
-async function reconcileLb(rc: SprayRun, inv: Inventory, lbIp: string, api: KubeApi | undefined): Promise<{ action: string }> {
+async function reconcileLb(rc: SprayRun, inv: Inventory, lbIp: string, api: KubeApi | undefined, removedNames?: readonly string[]): Promise<{ action: string; cnfSections: number }> {
   const release = await rc.ctx.lock(`lb:${lbIp}`);
   try {
     const h = await rc.lb(lbIp);
-    const frontends = await clusterFrontends(rc, inv, api, h);
+    const nodes = api ? await lbNodes(api, inv) : undefined;
+    const frontends = await clusterFrontends(rc, inv, nodes, api, h);
     const st = await rc.sprayState;
     const r = await reconcileOwner(h.session, { owner: lbOwner('cluster', rc.ctx.instance.id), frontends }, { ...lbOptions(rc), lastAppliedHash: st.lbHash ?? null });
     if (r.drift?.section) rc.warn('the cluster section of the LB configuration was changed outside the VNFM (drift); it was rewritten');
@@ -324,7 +333,25 @@ async function reconcileLb(rc: SprayRun, inv: Inventory, lbIp: string, api: Kube
       (s as SprayInstanceState).lbHash = r.hash;
       (s as SprayInstanceState).lbIp = lbIp;
     });
-    return { action: r.action };
+    let cnfSections = 0;
+    if (nodes && removedNames) {
+      // the CNFs deployed on this cluster (their sections' servers are this cluster's nodes, before or after the change) follow the nodes
+      const mine = new Set([...allNodes(inv).map((n) => n.name), ...removedNames]);
+      const live = await readLbState(h.session, lbOptions(rc));
+      const parsed = live.text ? parseLbConfig(live.text) : undefined;
+      const ours = new Set<string>();
+      for (const [owner, section] of parsed?.owners ?? []) {
+        if (!owner.startsWith('cnf-')) continue;
+        const cfg = parseOwnerSection(section);
+        if (cfg?.frontends.some((f) => f.servers.some((x) => mine.has(x.name)))) ours.add(owner);
+      }
+      if (ours.size > 0) {
+        const m = await reconcileNodeMembers(h.session, nodes, { ...lbOptions(rc), owners: (o) => ours.has(o) });
+        cnfSections = m.results.length;
+        if (m.skipped.length > 0) rc.warn(`LB sections not updated for the node change (unreadable): ${m.skipped.join(', ')}`);
+      }
+    }
+    return { action: r.action, cnfSections };
   } finally {
     await release();
   }
@@ -528,7 +555,7 @@ async function removeWorkers(rc: SprayRun, change: 'remove' | 'heal'): Promise<M
         return {};
       });
     }
-    await rc.step('lb', undefined, () => reconcileLb(rc, { ...left, workers: left.workers.filter((n) => !gone.has(n.name)) }, lbIp, api));
+    await rc.step('lb', undefined, () => reconcileLb(rc, { ...left, workers: left.workers.filter((n) => !gone.has(n.name)) }, lbIp, api, [...gone]));
     const prev = previousMeta(ctx);
     return { vnfInfoMetadata: { k8sCluster: { ...(prev ?? { vimName: rc.params.vimName }), nodes: nodesMeta(left) } } };
   } finally {
@@ -575,7 +602,7 @@ async function addWorkers(rc: SprayRun, change: 'add' | 'heal'): Promise<MgmtRes
     rc.progress('wait-ready', n.name);
     await waitNodeReady(api, n.name, { timeoutMs: rc.cfg.nodeReadyTimeoutMs, pollMs: rc.cfg.pollIntervalMs, clock: rc.clock, signal: rc.signal });
   }
-  await rc.step('lb', undefined, () => reconcileLb(rc, inv, lbIp, api));
+  await rc.step('lb', undefined, () => reconcileLb(rc, inv, lbIp, api, []));
   await rc.prunePins([...allNodes(inv).map((n) => n.resourceId), rc.ansibleSpec().pinKey, `lb:${lbIp}`]);
   const prev = previousMeta(ctx);
   return { vnfInfoMetadata: { k8sCluster: { ...(prev ?? { vimName: rc.params.vimName }), nodes: nodesMeta(inv) } } };
