@@ -14,6 +14,7 @@ import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rea
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { buildCsarFromDir } from '../../src/packages/csar-reader.ts';
+import { freePort } from '../helpers/app.ts';
 import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { ROOT } from '../helpers/packages.ts';
 import { stage } from '../helpers/stages.ts';
@@ -83,7 +84,7 @@ describe('k8s-kubespray: VNFM killed during a play', { skip: lab.skip }, () => {
     return readdirSync(runs).filter((r) => existsSync(join(runs, r, 'run.sh')) && readFileSync(join(runs, r, 'run.sh'), 'utf8').includes(`/${playbook}'`));
   };
 
-  before(() => {
+  before(async () => {
     dir = mkdtempSync('/tmp/hvks-crash-');
     chmodSync(dir, 0o755);
     sprayRoot = join(dir, 'kubespray');
@@ -98,8 +99,9 @@ describe('k8s-kubespray: VNFM killed during a play', { skip: lab.skip }, () => {
     writeFileSync(
       join(dir, 'config.json'),
       JSON.stringify({
-        simPorts: { openstack: 0, kubernetes: 0, serverNotifier: 0 },
-        lab: { kubernetesPort: 0, waitForLockMs: 900_000, password: LAB_PASSWORD, serviceHosts: true },
+        // fixed ports: the restarted VNFM's simulated cloud answers where the op's VIM points
+        simPorts: { openstack: await freePort(), kubernetes: await freePort(), serverNotifier: await freePort() },
+        lab: { kubernetesPort: await freePort(), waitForLockMs: 900_000, password: LAB_PASSWORD, serviceHosts: true },
         runner: { shutdownGraceMs: 1000, leaseMs: 15_000 },
         mgmt: { kubespray: { playPollMs: 300, pollIntervalMs: 250, tokenPollIntervalMs: 250, sshBackoffInitialMs: 500, sshNewVmBackoffMaxMs: 1000 } },
       }),

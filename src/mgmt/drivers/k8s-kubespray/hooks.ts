@@ -415,7 +415,8 @@ async function ensureInventoryDir(rc: SprayRun): Promise<{ created: boolean }> {
     throw terminalError('VNFM_ERR_MGMT_REFUSED', `${DRIVER}: ansible.transferring_inventory_path ${pth.inv} already exists on the Ansible server and was not created for this VNF instance${out.startsWith('owner ') ? ` (it belongs to instance ${out.slice(6)})` : ''}; choose another path`);
   }
   const sample = `${pth.root}/inventory/sample`;
-  await h.run(`mkdir -p "$(dirname ${shq(pth.inv)})" && if [ -d ${shq(sample)} ]; then cp -r ${shq(sample)} ${shq(pth.inv)}; else mkdir -p ${shq(pth.inv)}; fi && printf '%s' ${shq(id)} > ${shq(pth.marker)}`, { label: 'create the inventory directory' });
+  // the marker first: a directory interrupted while being filled is still recognised as ours
+  await h.run(`mkdir -p ${shq(pth.inv)} && printf '%s' ${shq(id)} > ${shq(pth.marker)} && if [ -d ${shq(sample)} ]; then cp -r ${shq(sample)}/. ${shq(pth.inv)}/; fi`, { label: 'create the inventory directory' });
   return { created: true };
 }
 
