@@ -5,9 +5,9 @@
  * executor's job), file contents go on stdin, and the join token / certificate key reach the
  * install script through a 0600 file that the command sources and removes first.
  */
-import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { isVnfmError, vnfmError } from '../../../errors.ts';
-import type { ExecOptions, ExecResult, SshSession } from '../../ssh/ssh-executor.ts';
+import type { ExecResult } from '../../ssh/ssh-executor.ts';
 import { etcdCommands, type EtcdEndpointHealth, type EtcdEndpointStatus, type EtcdMember, isMemberNotFound, memberHealth, type MemberHealth, parseEndpointHealth, parseEndpointStatus, parseMemberList } from './etcd.ts';
 import { addServer, adminSocketPath, listServers, parseServersState, removeServer, runtime, type ServerState } from './haproxy.ts';
 import { applyHostsBlock, type HostsEntry } from './hosts-block.ts';

@@ -37,6 +37,7 @@ import { shq } from '../k8s-common/host.ts';
 import { allNodes, buildInventory, type ClusterNode, findNode, type Inventory } from '../k8s-common/inventory.ts';
 import { type Clock, isNodeReady, type KubeApi, type KubeApiFactory, nodeRef } from '../k8s-common/kube.ts';
 import type { NodeAccess } from '../k8s-common/params.ts';
+import { deleteClusterVims, previousClusterMeta, registerClusterVim } from '../k8s-common/vim.ts';
 import { newRunId, type PlaySpec, startPlay, runState, waitPlay } from './ansible.ts';
 import type { KubesprayDriverConfig } from './config.ts';
 import { type KubesprayParams, type SprayEffective } from './params.ts';
@@ -360,8 +361,7 @@ async function reconcileLb(rc: SprayRun, inv: Inventory, lbIp: string, api: Kube
 // ================================================================== the hooks
 
 function previousMeta(ctx: MgmtContext): SprayClusterMeta | undefined {
-  const m = (ctx.previousInstance ?? ctx.instance).instantiatedVnfInfo?.metadata?.k8sCluster ?? ctx.instance.instantiatedVnfInfo?.metadata?.k8sCluster;
-  return m && typeof m === 'object' ? (m as SprayClusterMeta) : undefined;
+  return previousClusterMeta<SprayClusterMeta>(ctx);
 }
 
 function nodesMeta(inv: Inventory): SprayClusterMeta['nodes'] {
@@ -479,26 +479,9 @@ function caOf(kubeconfig: string): string {
 }
 
 async function registerVim(rc: SprayRun): Promise<{ vimId: string; entryId: string }> {
-  const st = await rc.sprayState;
-  if (!st.adminToken || !st.apiUrl) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${DRIVER}: no admin credentials to register the VIM with`);
-  const r = await rc.ctx.vims.register({
-    name: rc.params.vimName,
-    type: 'kubernetes',
-    description: `Kubernetes cluster (Kubespray) of VNF instance ${rc.ctx.instance.id}`,
-    auth_url: st.apiUrl,
-    auth_cred: { bearer_token: st.adminToken, ...(st.caCert ? { ssl_ca_cert: st.caCert } : {}), ...(st.insecure ? { cert_verify: false } : {}) },
-    vim_project: { name: 'default' },
-    extra: {},
-  });
-  rc.info(`Kubernetes VIM ${rc.params.vimName} ${r.created ? 'registered' : 'already registered'} (${r.id})`);
-  const existing = Object.entries(rc.ctx.instance.vimConnectionInfo ?? {}).find(([, v]) => v.vimId === r.id)?.[0];
-  return { vimId: r.id, entryId: existing ?? entryIdFor(rc.ctx.instance.id, r.id) };
-}
-
-/** A stable UUID-shaped vimConnectionInfo id for (instance, VIM). */
-export function entryIdFor(instanceId: string, vimId: string): string {
-  const h = createHash('sha256').update(`${DRIVER}|${instanceId}|${vimId}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((Number.parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  const r = await registerClusterVim(rc.ctx, DRIVER, await rc.sprayState, { name: rc.params.vimName, description: `Kubernetes cluster (Kubespray) of VNF instance ${rc.ctx.instance.id}` });
+  rc.info(`Kubernetes VIM ${rc.params.vimName} ${r.created ? 'registered' : 'already registered'} (${r.vimId})`);
+  return r;
 }
 
 function targetNodes(rc: SprayRun, inv: Inventory, targets: readonly MgmtTarget[], change: MgmtTarget['change']): ClusterNode[] {
@@ -614,14 +597,7 @@ async function teardown(rc: SprayRun, why: 'terminate' | 'heal'): Promise<MgmtRe
   const ctx = rc.ctx;
   const prev = previousMeta(ctx);
   const name = prev?.vimName ?? rc.params.vimName;
-  const removed = await rc.step('delete-vim', undefined, async () => {
-    const ids = new Set<string>();
-    if (prev?.vimId) ids.add(prev.vimId);
-    const found = await ctx.vims.findByName(name);
-    if (found && (found.createdFor === undefined || found.createdFor === ctx.instance.id)) ids.add(found.id);
-    for (const id of ids) await ctx.vims.delete(id);
-    return { vimIds: [...ids] };
-  });
+  const removed = await rc.step('delete-vim', undefined, async () => ({ vimIds: await deleteClusterVims(ctx, name, prev?.vimId) }));
   const st = await rc.sprayState;
   const lbIp = st.lbIp ?? prev?.lbIp ?? safeLbAddress(ctx.instance, rc.params);
   if (lbIp) {
