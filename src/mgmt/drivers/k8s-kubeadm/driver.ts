@@ -9,6 +9,7 @@
  * Hook flows: ./hooks.ts. Request validation at acceptance: {@link KubeadmMgmtDriver.validate}.
  */
 import { vnfmError } from '../../../errors.ts';
+import { appliesToHook, claimsArtifact } from '../k8s-common/binding.ts';
 import { connectSsh } from '../../ssh/ssh-executor.ts';
 import type { HookArtifact, HookName, MgmtContext, MgmtDriver, MgmtResult, MgmtValidation } from '../../mgmt-driver.ts';
 import { driverConfig, type KubeadmDriverConfig } from './config.ts';
@@ -36,8 +37,6 @@ export interface KubeadmDriverDeps {
   /** Knob overrides (over the defaults and the VNFM config's `mgmt` section). */
   config?: Partial<KubeadmDriverConfig>;
 }
-
-const HOOKS = new Set<HookName>(['instantiate_end', 'terminate_end', 'scale_start', 'scale_end', 'heal_start', 'heal_end']);
 
 /** Hooks made only of check-first, journaled removals: safe to resume automatically after a crash. */
 const IDEMPOTENT = new Set<HookName>(['terminate_end', 'scale_start', 'heal_start']);
@@ -69,33 +68,14 @@ export class KubeadmMgmtDriver implements MgmtDriver {
 
   /** Serves hooks whose artifact is `mgmt-drivers-kubernetes` or names this driver in `healvnfm_driver`. */
   claims(a: HookArtifact): boolean {
-    const named = a.properties?.healvnfm_driver;
-    if (typeof named === 'string' && named !== '') return named === KUBEADM_DRIVER_NAME;
-    return a.artifactName === KUBEADM_ARTIFACT_NAME;
+    return claimsArtifact(a, KUBEADM_DRIVER_NAME, KUBEADM_ARTIFACT_NAME);
   }
 
   /** The flavour binds this hook to this driver (and the operation is one the hook acts on). */
   applies(ctx: MgmtContext): boolean {
-    if (!HOOKS.has(ctx.hook)) return false;
-    const h = ctx.flavour?.lcmHooks?.[ctx.hook] as (HookArtifact & { properties?: Record<string, unknown> }) | undefined;
-    if (!h || !this.claims({ artifactName: h.artifactName, file: h.file, type: h.type, properties: h.properties ?? {} })) return false;
-    const c = ctx.command;
-    switch (ctx.hook) {
-      case 'instantiate_end':
-        return c.operation === 'INSTANTIATE';
-      case 'terminate_end':
-        return c.operation === 'TERMINATE';
-      case 'scale_start':
-        return c.operation === 'SCALE' && c.type === 'SCALE_IN';
-      case 'scale_end':
-        return c.operation === 'SCALE' && c.type === 'SCALE_OUT';
-      case 'heal_start':
-      case 'heal_end':
-        return c.operation === 'HEAL';
-      default:
-        return false;
-    }
+    return appliesToHook(ctx, (a) => this.claims(a));
   }
+
 
   /** terminate_end, scale_start and heal_start are check-first removals, journaled step by step. */
   idempotent(ctx: MgmtContext): boolean {

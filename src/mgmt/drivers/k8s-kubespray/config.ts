@@ -3,6 +3,7 @@
  * configuration may override any of them: `mgmt: { kubespray: { factsTimeoutMs: 900000 } }`.
  */
 import type { VnfmConfig } from '../../../config.ts';
+import { mergeKnobs } from '../k8s-common/binding.ts';
 import type { RunKnobs } from '../k8s-common/run-context.ts';
 
 /** Every knob of the driver. */
@@ -64,14 +65,5 @@ export const KUBESPRAY_DEFAULTS: Readonly<KubesprayDriverConfig> = Object.freeze
 /** Defaults, overridden by `config.mgmt.kubespray`, then by `overrides`; an unknown knob or a wrong type is an error naming it. */
 export function kubesprayConfig(config: VnfmConfig | undefined, overrides: Partial<KubesprayDriverConfig> = {}): KubesprayDriverConfig {
   const section = ((config?.mgmt as { kubespray?: unknown } | undefined)?.kubespray ?? {}) as Partial<KubesprayDriverConfig>;
-  const out: KubesprayDriverConfig = { ...KUBESPRAY_DEFAULTS };
-  for (const [where, src] of [['mgmt.kubespray', section], ['driver overrides', overrides]] as const) {
-    for (const [k, v] of Object.entries(src)) {
-      if (!(k in KUBESPRAY_DEFAULTS)) throw new Error(`${where}.${k}: unknown setting of the k8s-kubespray driver (known: ${Object.keys(KUBESPRAY_DEFAULTS).join(', ')})`);
-      const def = (KUBESPRAY_DEFAULTS as unknown as Record<string, unknown>)[k];
-      if (typeof v !== typeof def || (typeof v === 'number' && !(Number.isFinite(v) && v >= 0))) throw new Error(`${where}.${k}: must be a ${typeof def === 'number' ? 'number >= 0' : typeof def}, got ${JSON.stringify(v)}`);
-      (out as unknown as Record<string, unknown>)[k] = v;
-    }
-  }
-  return out;
+  return mergeKnobs(KUBESPRAY_DEFAULTS, 'k8s-kubespray', 'mgmt.kubespray', section, overrides);
 }

@@ -8,8 +8,9 @@
  * Hook flows: ./hooks.ts. Ansible runs: ./ansible.ts. Acceptance checks: {@link KubesprayMgmtDriver.validate}.
  */
 import { vnfmError } from '../../../errors.ts';
+import { appliesToHook, CLUSTER_HOOKS, claimsArtifact } from '../k8s-common/binding.ts';
 import { connectSsh } from '../../ssh/ssh-executor.ts';
-import type { HookArtifact, HookName, MgmtContext, MgmtDriver, MgmtResult, MgmtValidation } from '../../mgmt-driver.ts';
+import type { HookArtifact, MgmtContext, MgmtDriver, MgmtResult, MgmtValidation } from '../../mgmt-driver.ts';
 import { buildInventory, findNode, roleVdus } from '../k8s-common/inventory.ts';
 import { type Clock, type KubeApiFactory, kubeClientFactory, realClock } from '../k8s-common/kube.ts';
 import type { SshConnect } from '../k8s-common/run-context.ts';
@@ -33,8 +34,6 @@ export interface KubesprayDriverDeps {
   inventoryOwner?: InventoryOwner;
 }
 
-const HOOKS = new Set<HookName>(['instantiate_end', 'terminate_end', 'scale_start', 'scale_end', 'heal_start', 'heal_end']);
-
 function badRequest(e: unknown): never {
   const msg = e instanceof Error ? e.message : String(e);
   throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `k8s-kubespray parameters: ${msg}`);
@@ -54,32 +53,14 @@ export class KubesprayMgmtDriver implements MgmtDriver {
   }
 
   claims(a: HookArtifact): boolean {
-    const named = a.properties?.healvnfm_driver;
-    if (typeof named === 'string' && named !== '') return named === KUBESPRAY_DRIVER_NAME;
-    return a.artifactName === KUBESPRAY_ARTIFACT_NAME;
+    return claimsArtifact(a, KUBESPRAY_DRIVER_NAME, KUBESPRAY_ARTIFACT_NAME);
   }
 
+  /** The flavour binds this hook to this driver (and the operation is one the hook acts on). */
   applies(ctx: MgmtContext): boolean {
-    if (!HOOKS.has(ctx.hook)) return false;
-    const h = ctx.flavour?.lcmHooks?.[ctx.hook] as (HookArtifact & { properties?: Record<string, unknown> }) | undefined;
-    if (!h || !this.claims({ artifactName: h.artifactName, file: h.file, type: h.type, properties: h.properties ?? {} })) return false;
-    const c = ctx.command;
-    switch (ctx.hook) {
-      case 'instantiate_end':
-        return c.operation === 'INSTANTIATE';
-      case 'terminate_end':
-        return c.operation === 'TERMINATE';
-      case 'scale_start':
-        return c.operation === 'SCALE' && c.type === 'SCALE_IN';
-      case 'scale_end':
-        return c.operation === 'SCALE' && c.type === 'SCALE_OUT';
-      case 'heal_start':
-      case 'heal_end':
-        return c.operation === 'HEAL';
-      default:
-        return false;
-    }
+    return appliesToHook(ctx, (a) => this.claims(a));
   }
+
 
   /**
    * Every hook is a list of check-first journaled steps, and a play interrupted by a VNFM restart
@@ -87,7 +68,7 @@ export class KubesprayMgmtDriver implements MgmtDriver {
    * resuming after a crash is safe.
    */
   idempotent(ctx: MgmtContext): boolean {
-    return HOOKS.has(ctx.hook);
+    return CLUSTER_HOOKS.has(ctx.hook);
   }
 
   /** Acceptance: 400 malformed parameters / overrides / master scale; 422 inventory in use, master or LB heal target. */
