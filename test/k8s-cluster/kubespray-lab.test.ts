@@ -12,7 +12,6 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
@@ -20,17 +19,14 @@ import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { csarOf, onboard, ROOT } from '../helpers/packages.ts';
 import { stage } from '../helpers/stages.ts';
 import { sshRun } from '../lab/lab-helpers.ts';
+import { type Json, labInfo as labInfoOf, labKubernetes, serverOf, vnfmApi } from './cluster-lab.ts';
 
 const lab = await stage('lab');
 if (!lab.skip) await labTestsExclusive();
 
-// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON here
-type Json = any;
-
 const PKG = join(ROOT, 'samples/k8s-cluster-kubespray');
 const FIXTURE = join(ROOT, 'test/fixtures/kubespray');
 const LAB_PASSWORD = 'lab-pass-7c1e93b5';
-const V2 = { version: '2.0.0' };
 
 describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
   let vnfm: TestVnfm;
@@ -42,11 +38,11 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
   let lbIp = '';
   let ansibleIp = '';
 
-  const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) => {
-    const r = await vnfm.app.inject({ method, url, headers: V2, ...(payload !== undefined ? { payload: payload as object } : {}) });
-    return { status: r.statusCode, body: r.body ? (JSON.parse(r.body) as Json) : undefined, location: r.headers.location as string | undefined };
-  };
-  const settle = () => vnfm.ctx.engine?.runner.idle(900_000);
+  const { call, settle, lcm, instance, clusterNodes, simAdmin } = vnfmApi(() => vnfm, 900_000);
+  const kube = labKubernetes(() => vnfm);
+  const labKubeReq = kube.req;
+  const nodes = kube.nodes;
+  const labInfo = () => labInfoOf(vnfm);
 
   const request = (name: string, inventory: string): Json => {
     const text = readFileSync(join(PKG, 'requests', name), 'utf8')
@@ -60,42 +56,7 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
     return JSON.parse(text);
   };
 
-  const lcm = async (url: string, payload: unknown): Promise<Json> => {
-    const r = await call('POST', url, payload);
-    assert.equal(r.status, 202, JSON.stringify(r.body));
-    const opId = String(r.location).split('/').pop();
-    await settle();
-    return (await call('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`)).body;
-  };
-
-  const labInfo = () => {
-    const info = (vnfm.ctx as { simCloud?: { lab?: { labDir: string; kubernetesUrl: string; serviceHosts?: { lb: string; ansible: string } } } }).simCloud?.lab;
-    assert.ok(info, 'the lab runs');
-    return info;
-  };
-  const labKubeReq = (method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
-    const info = labInfo();
-    const creds = JSON.parse(readFileSync(join(info.labDir, 'credentials.json'), 'utf8')) as { kubernetesToken: string };
-    const ca = readFileSync(join(info.labDir, 'kubernetes-ca.pem'), 'utf8');
-    return new Promise((resolve, reject) => {
-      const req = httpsRequest(`${info.kubernetesUrl}${path}`, { method, ca, headers: { authorization: `Bearer ${creds.kubernetesToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
-        let text = '';
-        res.on('data', (d) => {
-          text += d;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-      });
-      req.on('error', reject);
-      req.end(body === undefined ? undefined : JSON.stringify(body));
-    });
-  };
-  const nodes = async (): Promise<Record<string, boolean>> => {
-    const list = (await labKubeReq('GET', '/api/v1/nodes')).body;
-    return Object.fromEntries((list.items as Json[]).map((n) => [n.metadata.name, (n.status?.conditions ?? []).some((c: Json) => c.type === 'Ready' && c.status === 'True')]));
-  };
   const ssh = (ip: string, cmd: string) => sshRun(ip, 'hvlab', LAB_PASSWORD, cmd);
-  const instance = async (id: string): Promise<Json> => (await call('GET', `/vnflcm/v2/vnf_instances/${id}`)).body;
-  const clusterNodes = async (id: string): Promise<Record<string, Json>> => (await instance(id)).instantiatedVnfInfo.metadata.k8sCluster.nodes;
   /** Nodes of the cluster as the VNFM lists them through the registered VIM (the LB's API frontend). */
   const nodesViaVim = async (id: string): Promise<Record<string, boolean>> => {
     const vimId = (await instance(id)).instantiatedVnfInfo.metadata.k8sCluster.vimId;
@@ -109,16 +70,6 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
     const r = await nodesViaVim(id);
     assert.equal(Object.keys(r).length, count, JSON.stringify(r));
     assert.ok(Object.values(r).every(Boolean), JSON.stringify(r));
-  };
-  const serverOf = (inst: Json, vnfcInfoId: string): string => {
-    const info = inst.instantiatedVnfInfo;
-    const v = info.vnfcInfo.find((x: Json) => x.id === vnfcInfoId);
-    return info.vnfcResourceInfo.find((r: Json) => r.id === v.vnfcResourceInfoId).computeResource.resourceId;
-  };
-  const simAdmin = async (path: string, body?: unknown) => {
-    const url = (vnfm.ctx as { simCloud?: { openstackUrl: string } }).simCloud?.openstackUrl;
-    const r = await fetch(`${url}${path}`, { method: 'POST', headers: { 'x-sim-admin-secret': 'sim-admin-secret', 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
-    assert.ok(r.status < 300, `${path}: ${r.status} ${await r.text()}`);
   };
   /** The servers of a backend in the LB's configuration file. */
   const lbConfig = async (): Promise<string> => (await ssh(lbIp, 'sudo cat /etc/haproxy/haproxy.cfg')).stdout;
