@@ -20,7 +20,7 @@ import { SYSTEM_PATH } from './sh.ts';
 
 /** Options of {@link NodePortProxy}. */
 export interface NodePortProxyOptions {
-  fleet: Pick<Fleet, 'list' | 'stateDirOf'>;
+  fleet: Pick<Fleet, 'list' | 'stateDirOf' | 'pidsOf'>;
   /** The lab Kubernetes (plain-HTTP URL and bearer token). */
   kube: { httpUrl: string; token: string };
   /** @default 300 */
@@ -69,13 +69,38 @@ export class NodePortProxy {
     this.log = o.logger ?? silent;
   }
 
+  private async reapOrphans(): Promise<void> {
+    for (const h of this.o.fleet.list()) {
+      for (const pid of await this.o.fleet.pidsOf(h.ip)) {
+        let argv: string[];
+        try {
+          argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+        } catch {
+          continue;
+        }
+        if (!/(^|\/)socat$/.test(argv[0] ?? '') || !(argv[1] ?? '').startsWith('TCP-LISTEN:') || !(argv[2] ?? '').startsWith("SYSTEM:echo '")) continue;
+        try {
+          process.kill(pid, 'SIGTERM');
+          this.log.info({ ip: h.ip, pid, listener: argv[1] }, 'lab node ports: a listener left by a previous lab stopped');
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+  }
+
   /** Whether the machine has socat. */
   static available(socat = '/usr/bin/socat'): boolean {
     return existsSync(socat);
   }
 
-  /** Starts following the cluster (first sync awaited). */
+  /**
+   * Starts following the cluster (first sync awaited). Listeners a previous lab of the same hosts
+   * left running (the VNFM was killed; its hosts were adopted) are stopped first, so every
+   * listener is one of this proxy's.
+   */
   async start(): Promise<void> {
+    await this.reapOrphans();
     await this.sync();
     const tick = (): void => {
       if (this.stopped) return;

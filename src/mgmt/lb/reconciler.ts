@@ -12,7 +12,8 @@
  *   not run). An invalid file is removed and the live configuration stays untouched; the error
  *   names haproxy's message.
  *
- * After a reload every desired port must listen and no removed port may (`ss -lnt`). What was
+ * After a reload every desired port must listen and no removed port may (`ss -lnt`), and every
+ * backend of the owner must serve exactly its desired servers (`show servers state`). What was
  * applied is recorded next to the file (`<cfg>.healvnfm.json`: the file's hash and each owner's
  * section hash, whoever applied it): a live file or an owner's section that differs from its
  * record is drift — reported in the result and corrected by the same apply (for the owner being
@@ -218,8 +219,15 @@ function recordPath(cfg: string): string {
   return `${cfg}.healvnfm.json`;
 }
 
-function recordOf(text: string, owners: ReadonlyMap<string, string>): LbRecord {
-  return { file: sha256(text), owners: Object.fromEntries([...owners].sort(([a], [b]) => (a < b ? -1 : 1)).map(([o, t]) => [o, sha256(t)])) };
+/**
+ * The record after applying `owner`: the new file's hash, this owner's new section hash, and for
+ * the other owners their previous record (their sections are not ours to vouch for: a hand edit
+ * there stays drift until their owner applies again); owners never recorded get their live hash.
+ */
+function recordOf(text: string, owners: ReadonlyMap<string, string>, owner: string, previous: LbRecord | undefined): LbRecord {
+  const out: Record<string, string> = {};
+  for (const o of [...owners.keys()].sort()) out[o] = o !== owner && previous?.owners[o] !== undefined ? (previous.owners[o] as string) : sha256(owners.get(o) as string);
+  return { file: sha256(text), owners: out };
 }
 
 async function readParsed(h: LbHost): Promise<{ text: string | undefined; parsed: ParsedLbConfig; recorded: LbRecord | undefined }> {
@@ -255,6 +263,25 @@ async function waitPorts(h: LbHost, want: number[], gone: number[]): Promise<voi
       );
     }
     await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
+/**
+ * After a reload: every backend of the owner serves exactly its desired servers, as the running
+ * HAProxy reports them (`show servers state`). Skipped when the admin socket cannot be reached.
+ */
+async function verifyServers(h: LbHost, socket: string | undefined, desired: LbOwnerConfig): Promise<void> {
+  for (const f of desired.frontends) {
+    const st = await h.runtime(socket, `show servers state ${f.name}`);
+    if (!st) return;
+    if (st.code !== 0 || !/srv_name/.test(st.stdout)) {
+      throw terminalError('VNFM_ERR_MGMT_FAILED', `HAProxy on the load balancer ${h.name} does not know backend ${f.name} after the reload: ${tail(st.stdout || st.stderr)}`);
+    }
+    const have = parseServersState(st.stdout).map((x) => x.name).sort();
+    const want = f.servers.map((x) => x.name).sort();
+    if (JSON.stringify(have) !== JSON.stringify(want)) {
+      throw terminalError('VNFM_ERR_MGMT_FAILED', `HAProxy on the load balancer ${h.name} serves [${have.join(', ')}] in backend ${f.name} after the reload, not [${want.join(', ')}]`);
+    }
   }
 }
 
@@ -308,11 +335,12 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   const hash = section ? sha256(section) : null;
   const after = portsOf(section);
   const fileHash = sha256(next);
-  const record = recordOf(next, owners);
+  const record = recordOf(next, owners, owner, recorded);
   const base = { owner, hash, fileHash, ports: { before, after }, ...(drift.file || drift.section ? { drift } : {}) };
   const running = await h.running();
   if (text === next && running) {
-    if (JSON.stringify(recorded) !== JSON.stringify(record)) await h.record(record);
+    // nothing written: the record stays (a drift elsewhere in the file stays visible), unless there is none yet
+    if (!recorded || recorded.owners[owner] !== hash) await h.record({ file: recorded?.file ?? fileHash, owners: { ...(recorded?.owners ?? {}), ...(hash ? { [owner]: hash } : {}) } });
     return { ...base, action: 'unchanged' };
   }
   // membership only: runtime API first, then the file (validated) without a reload
@@ -331,6 +359,7 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
       await h.swap(staged, record);
       await h.run(h.o.reloadCommand, 'reload haproxy');
       await waitPorts(h, after, before.filter((p) => !after.includes(p)));
+      await verifyServers(h, adminSocketPath(next), desired);
       return { ...base, action: 'reload', runtime: sent };
     }
   }
@@ -339,6 +368,7 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   const action = running ? 'reload' : 'start';
   await h.run(running ? h.o.reloadCommand : h.o.startCommand, `${action} haproxy`);
   await waitPorts(h, after, before.filter((p) => !after.includes(p)));
+  if (desired) await verifyServers(h, adminSocketPath(next), desired);
   return { ...base, action };
 }
 

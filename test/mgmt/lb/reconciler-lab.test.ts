@@ -206,7 +206,9 @@ describe('LB reconciler on the lab\'s load-balancer host (real HAProxy)', { skip
     assert.equal(st.owners['cnf-n']?.drift, true);
     assert.equal(st.owners['cnf-b']?.drift, false);
     assert.deepEqual((await reconcileNodeMembers(lb, [{ name: 'new-node', address: theLab.bridgeIp, ready: true, schedulable: true }])).results.find((x) => x.owner === 'cnf-n')?.drift, { file: true, section: true });
-    assert.equal((await readLbState(lb)).fileDrift, false, 'corrected');
+    const fixed = await readLbState(lb);
+    assert.equal(fixed.fileDrift, false, 'corrected');
+    assert.equal(fixed.owners['cnf-n']?.drift, false);
     await removeOwner(lb, 'cnf-n');
   });
 
