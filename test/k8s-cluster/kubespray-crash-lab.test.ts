@@ -9,7 +9,7 @@
  * Ansible server) and the op completes.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { chmodSync, cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
@@ -19,11 +19,12 @@ import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { ROOT } from '../helpers/packages.ts';
 import { stage } from '../helpers/stages.ts';
 import { guard, until as waitUntil } from '../helpers/wait.ts';
+import { type Cli, started, startCli } from '../lab/lab-helpers.ts';
 
 const lab = await stage('lab');
 if (!lab.skip) await labTestsExclusive();
 
-// biome-ignore lint/suspicious/noExplicitAny: API JSON and log lines
+// biome-ignore lint/suspicious/noExplicitAny: API JSON
 type Json = any;
 
 const V2 = { version: '2.0.0' };
@@ -31,16 +32,8 @@ const PKG = join(ROOT, 'samples/k8s-cluster-kubespray');
 const FIXTURE = join(ROOT, 'test/fixtures/kubespray');
 const LAB_PASSWORD = 'lab-pass-2f8d61c4';
 /** Failure guards only (a loaded 2-core machine). */
-const START_GUARD_MS = 600_000;
 const OP_GUARD_MS = 600_000;
 const until = <T>(what: string, fn: () => Promise<T | undefined | false> | T | undefined | false, guardMs = OP_GUARD_MS): Promise<T> => waitUntil(what, fn, guardMs, 200);
-
-interface Cli {
-  child: ChildProcess;
-  lines: Json[];
-  exited: Promise<number | null>;
-  url?: string;
-}
 
 describe('k8s-kubespray: VNFM killed during a play', { skip: lab.skip }, () => {
   let dir = '';
@@ -48,33 +41,15 @@ describe('k8s-kubespray: VNFM killed during a play', { skip: lab.skip }, () => {
   let inventory = '';
   let cli: Cli | undefined;
 
+  let url = '';
+  /** `vnfm start --lab` on the test's data directory; its URL. */
   const start = async (): Promise<Cli> => {
-    const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--lab', '--config', join(dir, 'config.json'), '--data-dir', join(dir, 'data'), '--port', '0'], {
-      cwd: ROOT,
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, VNFM_LOG_LEVEL: 'info' },
-    });
-    const c: Cli = { child, lines: [], exited: new Promise((r) => child.once('exit', (code) => r(code))) };
-    let buf = '';
-    child.stdout?.setEncoding('utf8').on('data', (d: string) => {
-      buf += d;
-      for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
-        const l = buf.slice(0, i);
-        buf = buf.slice(i + 1);
-        try {
-          c.lines.push(JSON.parse(l));
-        } catch {
-          c.lines.push({ msg: l });
-        }
-      }
-    });
-    child.stderr?.resume();
-    const up = await until('the VNFM started', () => c.lines.find((l) => l.msg === 'VNFM started') ?? (child.exitCode !== null ? Promise.reject(new Error('the VNFM exited')) : undefined), START_GUARD_MS);
-    c.url = up.url;
+    const c = startCli(dir);
+    url = (await started(c)).url;
     return c;
   };
   const api = async (method: string, path: string, body?: unknown): Promise<{ status: number; location: string; body: Json }> => {
-    const r = await fetch(`${cli?.url}${path}`, { method, headers: body === undefined ? V2 : { ...V2, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+    const r = await fetch(`${url}${path}`, { method, headers: body === undefined ? V2 : { ...V2, 'content-type': 'application/json' }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
     const text = await r.text();
     return { status: r.status, location: r.headers.get('location') ?? '', body: text ? JSON.parse(text) : {} };
   };
@@ -121,7 +96,7 @@ describe('k8s-kubespray: VNFM killed during a play', { skip: lab.skip }, () => {
     const service = labLine?.serviceHosts as { lb: string; ansible: string };
     assert.ok(service, 'the lab has its service hosts');
     const pkg = await api('POST', '/vnfpkgm/v1/vnf_packages', {});
-    const up = await fetch(`${cli.url}/vnfpkgm/v1/vnf_packages/${pkg.body.id}/package_content`, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: new Uint8Array(buildCsarFromDir(PKG)) });
+    const up = await fetch(`${url}/vnfpkgm/v1/vnf_packages/${pkg.body.id}/package_content`, { method: 'PUT', headers: { 'content-type': 'application/zip' }, body: new Uint8Array(buildCsarFromDir(PKG)) });
     assert.equal(up.status, 202);
     const onboarded = await until('the package onboarded', async () => {
       const g = await api('GET', `/vnfpkgm/v1/vnf_packages/${pkg.body.id}`);
