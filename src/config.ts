@@ -280,6 +280,8 @@ export interface VnfmConfig {
      * @default 'nobody'
      */
     scriptUser: string | null;
+    /** Knobs of the built-in `k8s-kubespray` driver (play timeouts, poll interval). @default null */
+    kubespray: Record<string, unknown> | null;
   };
 }
 
@@ -322,7 +324,7 @@ export function defaultConfig(): VnfmConfig {
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
     vim: { stackTimeoutMs: 1_200_000, stackPollInitialMs: 100, stackPollMs: 250, stackPollBackoffAfterMs: 60_000, stackPollMaxMs: 2000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
-    mgmt: { scriptTimeoutMs: 1_800_000, scriptOutputMaxBytes: 1_048_576, scriptKillGraceMs: 5000, kubeadm: null, scriptUser: 'nobody' },
+    mgmt: { scriptTimeoutMs: 1_800_000, scriptOutputMaxBytes: 1_048_576, scriptKillGraceMs: 5000, kubeadm: null, kubespray: null, scriptUser: 'nobody' },
   };
 }
 
@@ -522,6 +524,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   }
   if (cfg.secretKeyFile !== undefined && (typeof cfg.secretKeyFile !== 'string' || cfg.secretKeyFile === '')) throw new ConfigError('secretKeyFile: must be a file path');
   if (cfg.mgmt.kubeadm !== null && (typeof cfg.mgmt.kubeadm !== 'object' || Array.isArray(cfg.mgmt.kubeadm))) throw new ConfigError('mgmt.kubeadm: must be a map of the k8s-kubeadm driver settings');
+  if (cfg.mgmt.kubespray != null && (typeof cfg.mgmt.kubespray !== 'object' || Array.isArray(cfg.mgmt.kubespray))) throw new ConfigError('mgmt.kubespray: must be a map of the k8s-kubespray driver settings');
   if (!Number.isInteger(cfg.health.readyTimeoutMs) || cfg.health.readyTimeoutMs < 1) throw new ConfigError('health.readyTimeoutMs must be an integer >= 1');
   const h = cfg.health;
   if (!Number.isInteger(h.livenessPort) || h.livenessPort < 0 || h.livenessPort > 65535) throw new ConfigError(`health.livenessPort: must be 0 (off) or a port 1-65535, got ${h.livenessPort}`);

@@ -11,6 +11,7 @@ import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
 import { createNodePortLbDriver } from '../mgmt/drivers/cnf-nodeport-lb/index.ts';
 import { createKubeadmDriver, driverConfig as kubeadmConfig } from '../mgmt/drivers/k8s-kubeadm/index.ts';
+import { createKubesprayDriver, kubesprayConfig } from '../mgmt/drivers/k8s-kubespray/index.ts';
 import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { ConfigError } from '../config.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
@@ -45,14 +46,27 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   // for the hooks no built-in driver claims.
   try {
     kubeadmConfig(ctx.config);
+    kubesprayConfig(ctx.config);
   } catch (e) {
     throw new ConfigError((e as Error).message);
   }
+  const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);
   mgmt.register(createKubeadmDriver());
+  mgmt.register(
+    createKubesprayDriver({
+      // the instance whose cluster uses an inventory directory (`<ansible ip>:<path>`)
+      inventoryOwner: async (key) => {
+        for (const s of await mgmtStore.driverStates('k8s-kubespray')) {
+          const inv = s.state.inventory as { host?: string; path?: string } | undefined;
+          if (inv && `${inv.host}:${inv.path}` === key) return s.instanceId;
+        }
+        return undefined;
+      },
+    }),
+  );
   mgmt.register(createNodePortLbDriver());
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config, ctx.outbound.fetch(ctx.config.grants.caFile ? tlsFetch({ ca: readFileSync(ctx.config.grants.caFile, 'utf8') }) : undefined));
-  const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);
   let runner: Runner | undefined;
   const states = new OpOccStates({ notifier: ctx.notifier, metrics: ctx.metrics, instance: (id, tx) => ctx.instances.get(id, tx) });
   const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore, serverNotifiers: ctx.serverNotifiers });

@@ -175,6 +175,12 @@ export class MgmtStore {
     };
   }
 
+  /** Every instance's sealed state of one driver (few rows: one per instance using the driver). */
+  async driverStates(driver: string): Promise<{ instanceId: string; state: Record<string, unknown> }[]> {
+    const rows = await this.db.selectFrom('mgmt_state').select(['instance_id', 'sealed']).where('driver', '=', driver).execute();
+    return rows.map((r) => ({ instanceId: r.instance_id, state: this.box.open<Record<string, unknown>>(r.sealed) }));
+  }
+
   /** Releases every lock an op holds. */
   async releaseLocks(opId: string): Promise<void> {
     await this.db.deleteFrom('mgmt_lock').where('op_occ_id', '=', opId).execute();

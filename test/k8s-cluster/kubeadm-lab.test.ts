@@ -10,7 +10,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { request as httpsRequest } from 'node:https';
 import { join } from 'node:path';
 import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
@@ -19,29 +18,25 @@ import { csarOf, onboard, ROOT } from '../helpers/packages.ts';
 import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { stage } from '../helpers/stages.ts';
 import { sshRun } from '../lab/lab-helpers.ts';
+import { type Json, labKubernetes, serverOf, vnfmApi } from './cluster-lab.ts';
 
 const lab = await stage('lab');
 // One lab test file at a time (see test/helpers/lab-exclusive.ts).
 if (!lab.skip) await labTestsExclusive();
 
-// biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON here
-type Json = any;
-
 const PKG = join(ROOT, 'samples/k8s-cluster-kubeadm');
 const LAB_PASSWORD = 'lab-pass-4d9c2e71';
-const V2 = { version: '2.0.0' };
 
 describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
   let vnfm: TestVnfm;
   let osVimId = '';
   let vnfdId = '';
 
-  const call = async (method: 'GET' | 'POST' | 'DELETE', url: string, payload?: unknown) => {
-    const r = await vnfm.app.inject({ method, url, headers: V2, ...(payload !== undefined ? { payload: payload as object } : {}) });
-    return { status: r.statusCode, body: r.body ? (JSON.parse(r.body) as Json) : undefined, location: r.headers.location as string | undefined };
-  };
   // Installs and joins take a while on a loaded machine: a generous bound that only fails the test.
-  const settle = () => vnfm.ctx.engine?.runner.idle(600_000);
+  const { call, settle, lcm, instance, clusterNodes, simAdmin } = vnfmApi(() => vnfm, 600_000);
+  const kube = labKubernetes(() => vnfm);
+  const labKubeReq = kube.req;
+  const nodes = kube.nodes;
 
   /** The sample request with the lab's VIM and password filled in. */
   const request = (name: string): Json => {
@@ -49,42 +44,6 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
     return JSON.parse(text);
   };
 
-  /** Runs an LCM request to its end; returns the final op occ. */
-  const lcm = async (url: string, payload: unknown): Promise<Json> => {
-    const r = await call('POST', url, payload);
-    assert.equal(r.status, 202, JSON.stringify(r.body));
-    const opId = String(r.location).split('/').pop();
-    await settle();
-    return (await call('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`)).body;
-  };
-
-  const labInfo = () => {
-    const info = (vnfm.ctx as { simCloud?: { lab?: { labDir: string; kubernetesUrl: string } } }).simCloud?.lab;
-    assert.ok(info, 'the lab runs');
-    return info;
-  };
-  /** A request to the lab's Kubernetes API (its CA and token from the lab's files). */
-  const labKubeReq = (method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
-    const info = labInfo();
-    const creds = JSON.parse(readFileSync(join(info.labDir, 'credentials.json'), 'utf8')) as { kubernetesToken: string };
-    const ca = readFileSync(join(info.labDir, 'kubernetes-ca.pem'), 'utf8');
-    return new Promise((resolve, reject) => {
-      const req = httpsRequest(`${info.kubernetesUrl}${path}`, { method, ca, headers: { authorization: `Bearer ${creds.kubernetesToken}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) } }, (res) => {
-        let text = '';
-        res.on('data', (d) => {
-          text += d;
-        });
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text ? JSON.parse(text) : undefined }));
-      });
-      req.on('error', reject);
-      req.end(body === undefined ? undefined : JSON.stringify(body));
-    });
-  };
-  const labKube = async (path: string): Promise<Json> => (await labKubeReq('GET', path)).body;
-  const nodes = async (): Promise<Record<string, boolean>> => {
-    const list = await labKube('/api/v1/nodes');
-    return Object.fromEntries((list.items as Json[]).map((n) => [n.metadata.name, (n.status?.conditions ?? []).some((c: Json) => c.type === 'Ready' && c.status === 'True')]));
-  };
   const ssh = (ip: string, cmd: string) => sshRun(ip, 'hvlab', LAB_PASSWORD, cmd);
 
   let dataDir = '';
@@ -110,10 +69,6 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
     rmSync(dataDir, { recursive: true, force: true });
   });
 
-  /** The instance as the API shows it (v2). */
-  const instance = async (id: string): Promise<Json> => (await call('GET', `/vnflcm/v2/vnf_instances/${id}`)).body;
-  /** The cluster's nodes as the driver recorded them (metadata.k8sCluster.nodes). */
-  const clusterNodes = async (id: string): Promise<Record<string, Json>> => (await instance(id)).instantiatedVnfInfo.metadata.k8sCluster.nodes;
   /** Ready state of the lab Nodes of one cluster (by the names the driver recorded). */
   const readyOf = async (id: string): Promise<Record<string, boolean>> => {
     const all = await nodes();
@@ -123,16 +78,6 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
     const r = await readyOf(id);
     assert.equal(Object.keys(r).length, count, JSON.stringify(r));
     assert.ok(Object.values(r).every(Boolean), JSON.stringify(r));
-  };
-  const serverOf = (inst: Json, vnfcInfoId: string): string => {
-    const info = inst.instantiatedVnfInfo;
-    const v = info.vnfcInfo.find((x: Json) => x.id === vnfcInfoId);
-    return info.vnfcResourceInfo.find((r: Json) => r.id === v.vnfcResourceInfoId).computeResource.resourceId;
-  };
-  const simAdmin = async (path: string, body?: unknown) => {
-    const url = (vnfm.ctx as { simCloud?: { openstackUrl: string } }).simCloud?.openstackUrl;
-    const r = await fetch(`${url}${path}`, { method: 'POST', headers: { 'x-sim-admin-secret': 'sim-admin-secret', 'content-type': 'application/json' }, body: JSON.stringify(body ?? {}) });
-    assert.ok(r.status < 300, `${path}: ${r.status} ${await r.text()}`);
   };
   const ETCDCTL = 'sudo ETCDCTL_API=3 etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key';
   /** etcd members as a surviving master sees them: name -> learner?. */

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { realClock } from '../../../src/mgmt/drivers/k8s-kubeadm/driver.ts';
-import { deleteNode, drainNode, waitOwnersReady } from '../../../src/mgmt/drivers/k8s-kubeadm/drain.ts';
-import { type KubeApi, kubeClientFactory } from '../../../src/mgmt/drivers/k8s-kubeadm/kube.ts';
+import { deleteNode, drainNode, waitOwnersReady } from '../../../src/mgmt/drivers/k8s-common/drain.ts';
+import { type KubeApi, kubeClientFactory } from '../../../src/mgmt/drivers/k8s-common/kube.ts';
 import { type KubernetesSim, startKubernetesSim } from '../../../src/sim/kubernetes/index.ts';
 import { simFetch, waitFor } from '../../sim/kubernetes/sim-test-helpers.ts';
 

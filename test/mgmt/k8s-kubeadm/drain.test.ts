@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isVnfmError } from '../../../src/errors.ts';
-import { cordon, drainNode, isDeadNode, selectorMatches, waitNodeReady, waitOwnersReady } from '../../../src/mgmt/drivers/k8s-kubeadm/drain.ts';
+import { cordon, drainNode, isDeadNode, selectorMatches, waitNodeReady, waitOwnersReady } from '../../../src/mgmt/drivers/k8s-common/drain.ts';
 import { FakeClock, FakeKube } from './fake-kube.ts';
 
 function world(): { kube: FakeKube; clock: FakeClock } {

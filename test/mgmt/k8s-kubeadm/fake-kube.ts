@@ -6,8 +6,8 @@
  * somebody sleeps.
  */
 import { KubeApiError } from '../../../src/infra/kubernetes/kube-error.ts';
-import type { Clock, EvictionOutcome, KubeApi, KubeList, KubeObject, ObjectRef } from '../../../src/mgmt/drivers/k8s-kubeadm/kube.ts';
-import { selectorMatches } from '../../../src/mgmt/drivers/k8s-kubeadm/drain.ts';
+import type { Clock, EvictionOutcome, KubeApi, KubeList, KubeObject, ObjectRef } from '../../../src/mgmt/drivers/k8s-common/kube.ts';
+import { selectorMatches } from '../../../src/mgmt/drivers/k8s-common/drain.ts';
 
 const CLUSTER_SCOPED = new Set(['Node', 'ClusterRoleBinding', 'ClusterRole', 'Namespace']);
 

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { KubeadmMgmtDriver } from '../../../src/mgmt/drivers/k8s-kubeadm/driver.ts';
-import type { ClusterConnection } from '../../../src/mgmt/drivers/k8s-kubeadm/kube.ts';
+import type { ClusterConnection } from '../../../src/mgmt/drivers/k8s-common/kube.ts';
 import type { HealCommand, LcmCommand } from '../../../src/model/lcm-command.ts';
 import type { VnfInstanceRecord } from '../../../src/model/vnf-instance.ts';
 import type { HookName, MgmtResult, MgmtTarget } from '../../../src/mgmt/mgmt-driver.ts';

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { isVnfmError } from '../../../src/errors.ts';
-import { assertNoCollision, buildInventory, clusterAddress, findNode, floatingApiHost, nodeName, roleVdus } from '../../../src/mgmt/drivers/k8s-kubeadm/inventory.ts';
+import { assertNoCollision, buildInventory, clusterAddress, findNode, floatingApiHost, nodeName, roleVdus } from '../../../src/mgmt/drivers/k8s-common/inventory.ts';
 import { installationParamOf, parseKubeadmParams } from '../../../src/mgmt/drivers/k8s-kubeadm/params.ts';
 import { flavour, instanceOf, instantiateParams, SCRIPT } from './fixtures.ts';
 

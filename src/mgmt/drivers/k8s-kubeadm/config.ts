@@ -3,6 +3,7 @@
  * configuration may override any of them: `mgmt: { kubeadm: { drainTimeoutSeconds: 900, ... } }`.
  */
 import type { VnfmConfig } from '../../../config.ts';
+import { mergeKnobs } from '../k8s-common/binding.ts';
 
 /** Every knob of the driver. */
 export interface KubeadmDriverConfig {
@@ -85,15 +86,5 @@ export const KUBEADM_DEFAULTS: Readonly<KubeadmDriverConfig> = Object.freeze({
  * unknown knob or a value of the wrong type is an error naming it (checked at start-up).
  */
 export function driverConfig(config: VnfmConfig | undefined, overrides: Partial<KubeadmDriverConfig> = {}): KubeadmDriverConfig {
-  const section = (config?.mgmt?.kubeadm ?? {}) as Partial<KubeadmDriverConfig>;
-  const out: KubeadmDriverConfig = { ...KUBEADM_DEFAULTS };
-  for (const [where, src] of [['mgmt.kubeadm', section], ['driver overrides', overrides]] as const) {
-    for (const [k, v] of Object.entries(src)) {
-      if (!(k in KUBEADM_DEFAULTS)) throw new Error(`${where}.${k}: unknown setting of the k8s-kubeadm driver (known: ${Object.keys(KUBEADM_DEFAULTS).join(', ')})`);
-      const def = (KUBEADM_DEFAULTS as unknown as Record<string, unknown>)[k];
-      if (typeof v !== typeof def || (typeof v === 'number' && !(Number.isFinite(v) && v >= 0))) throw new Error(`${where}.${k}: must be a ${typeof def === 'number' ? 'number >= 0' : typeof def}, got ${JSON.stringify(v)}`);
-      (out as unknown as Record<string, unknown>)[k] = v;
-    }
-  }
-  return out;
+  return mergeKnobs(KUBEADM_DEFAULTS, 'k8s-kubeadm', 'mgmt.kubeadm', (config?.mgmt?.kubeadm ?? {}) as Partial<KubeadmDriverConfig>, overrides);
 }

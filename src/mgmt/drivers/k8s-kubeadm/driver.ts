@@ -9,12 +9,15 @@
  * Hook flows: ./hooks.ts. Request validation at acceptance: {@link KubeadmMgmtDriver.validate}.
  */
 import { vnfmError } from '../../../errors.ts';
+import { appliesToHook, claimsArtifact } from '../k8s-common/binding.ts';
 import { connectSsh } from '../../ssh/ssh-executor.ts';
 import type { HookArtifact, HookName, MgmtContext, MgmtDriver, MgmtResult, MgmtValidation } from '../../mgmt-driver.ts';
 import { driverConfig, type KubeadmDriverConfig } from './config.ts';
 import { paramsFor, runKubeadmHook, validatedParams } from './hooks.ts';
-import { buildInventory, findNode, roleVdus } from './inventory.ts';
-import { type Clock, type KubeApiFactory, kubeClientFactory } from './kube.ts';
+import { buildInventory, findNode, roleVdus } from '../k8s-common/inventory.ts';
+import { type Clock, type KubeApiFactory, kubeClientFactory, realClock } from '../k8s-common/kube.ts';
+
+export { realClock };
 import { checkFlatOverrides, drainParamsOf, effectiveInstallationParam, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
 import { masterTargetsRefusal } from './quorum.ts';
 import { RunContext, type SshConnect } from './run-context.ts';
@@ -35,32 +38,12 @@ export interface KubeadmDriverDeps {
   config?: Partial<KubeadmDriverConfig>;
 }
 
-const HOOKS = new Set<HookName>(['instantiate_end', 'terminate_end', 'scale_start', 'scale_end', 'heal_start', 'heal_end']);
-
 /** Hooks made only of check-first, journaled removals: safe to resume automatically after a crash. */
 const IDEMPOTENT = new Set<HookName>(['terminate_end', 'scale_start', 'heal_start']);
 
-/** Real time. */
-export const realClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms, signal) =>
-    new Promise<void>((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason);
-      const t = setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      const onAbort = () => {
-        clearTimeout(t);
-        reject(signal?.reason);
-      };
-      signal?.addEventListener('abort', onAbort, { once: true });
-    }),
-};
-
 function badRequest(e: unknown): never {
   const msg = e instanceof Error ? e.message : String(e);
-  throw vnfmError('VNFM_ERR_API_BAD_REQUEST', msg.replace(/^k8s-kubeadm: /, 'k8s-kubeadm parameters: '));
+  throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `k8s-kubeadm parameters: ${msg.replace(/^k8s-kubeadm: /, '')}`);
 }
 
 /** Parameters good enough to delete the VIM when the stored ones no longer validate. */
@@ -85,33 +68,14 @@ export class KubeadmMgmtDriver implements MgmtDriver {
 
   /** Serves hooks whose artifact is `mgmt-drivers-kubernetes` or names this driver in `healvnfm_driver`. */
   claims(a: HookArtifact): boolean {
-    const named = a.properties?.healvnfm_driver;
-    if (typeof named === 'string' && named !== '') return named === KUBEADM_DRIVER_NAME;
-    return a.artifactName === KUBEADM_ARTIFACT_NAME;
+    return claimsArtifact(a, KUBEADM_DRIVER_NAME, KUBEADM_ARTIFACT_NAME);
   }
 
   /** The flavour binds this hook to this driver (and the operation is one the hook acts on). */
   applies(ctx: MgmtContext): boolean {
-    if (!HOOKS.has(ctx.hook)) return false;
-    const h = ctx.flavour?.lcmHooks?.[ctx.hook] as (HookArtifact & { properties?: Record<string, unknown> }) | undefined;
-    if (!h || !this.claims({ artifactName: h.artifactName, file: h.file, type: h.type, properties: h.properties ?? {} })) return false;
-    const c = ctx.command;
-    switch (ctx.hook) {
-      case 'instantiate_end':
-        return c.operation === 'INSTANTIATE';
-      case 'terminate_end':
-        return c.operation === 'TERMINATE';
-      case 'scale_start':
-        return c.operation === 'SCALE' && c.type === 'SCALE_IN';
-      case 'scale_end':
-        return c.operation === 'SCALE' && c.type === 'SCALE_OUT';
-      case 'heal_start':
-      case 'heal_end':
-        return c.operation === 'HEAL';
-      default:
-        return false;
-    }
+    return appliesToHook(ctx, (a) => this.claims(a));
   }
+
 
   /** terminate_end, scale_start and heal_start are check-first removals, journaled step by step. */
   idempotent(ctx: MgmtContext): boolean {

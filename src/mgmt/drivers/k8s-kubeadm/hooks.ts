@@ -20,15 +20,14 @@
  * - whole heal: heal_start = delete the VIM and its entry; heal_end = instantiate_end with the
  *   stored instantiate parameters (and the request's overrides).
  */
-import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
 import { terminalError, vnfmError } from '../../../errors.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
 import type { KubeadmDriverConfig } from './config.ts';
-import { deleteNode, drainNode, isDeadNode, type OwnerKey, waitNodeReady, waitOwnersReady } from './drain.ts';
+import { deleteNode, drainNode, isDeadNode, type OwnerKey, waitNodeReady, waitOwnersReady } from '../k8s-common/drain.ts';
 import { findMember, leaderOf, type MemberHealth, memberIdHex, membersWithPeerIp } from './etcd.ts';
-import { allNodes, buildInventory, type ClusterNode, clusterAddress, findNode, floatingApiHost, type Inventory } from './inventory.ts';
-import { isNodeReady, type KubeApi, type KubeObject, nodeRef, readyCondition } from './kube.ts';
+import { allNodes, buildInventory, type ClusterNode, clusterAddress, findNode, floatingApiHost, type Inventory } from '../k8s-common/inventory.ts';
+import { isNodeReady, type KubeApi, type KubeObject, nodeRef, readyCondition } from '../k8s-common/kube.ts';
 import { type DrainParams, drainParamsOf, type EffectiveParams, effectiveInstallationParam, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
 import { checkAddition, checkRemoval, masterTargetsRefusal } from './quorum.ts';
 import {
@@ -48,6 +47,7 @@ import {
   updateHostsBlock,
   uploadCerts,
 } from './remote.ts';
+import { deleteClusterVims, previousClusterMeta, registerClusterVim } from '../k8s-common/vim.ts';
 import { ADMIN_CONF, RunContext } from './run-context.ts';
 
 /** `instantiatedVnfInfo.metadata.k8sCluster`, per node. */
@@ -76,8 +76,7 @@ export interface K8sClusterMeta {
 type Obj = Record<string, unknown>;
 
 function previousMeta(ctx: MgmtContext): K8sClusterMeta | undefined {
-  const m = (ctx.previousInstance ?? ctx.instance).instantiatedVnfInfo?.metadata?.k8sCluster ?? ctx.instance.instantiatedVnfInfo?.metadata?.k8sCluster;
-  return m && typeof m === 'object' ? (m as K8sClusterMeta) : undefined;
+  return previousClusterMeta<K8sClusterMeta>(ctx);
 }
 
 /** The parameters of a hook (instantiate: the request; later hooks: stored + overrides). */
@@ -344,28 +343,9 @@ async function instantiateEnd(rc: RunContext): Promise<MgmtResult> {
 }
 
 async function registerVim(rc: RunContext): Promise<{ vimId: string; entryId: string; created: boolean }> {
-  const st = await rc.instanceState();
-  const token = need(st.adminToken, 'no admin token to register the VIM with');
-  const apiUrl = need(st.apiUrl, 'no API URL to register the VIM with');
-  const r = await rc.ctx.vims.register({
-    name: rc.params.vimName,
-    type: 'kubernetes',
-    description: `Kubernetes cluster of VNF instance ${rc.ctx.instance.id}`,
-    auth_url: apiUrl,
-    auth_cred: { bearer_token: token, ...(st.caCert ? { ssl_ca_cert: st.caCert } : {}), ...(st.insecure ? { cert_verify: false } : {}) },
-    vim_project: { name: 'default' },
-    extra: { ...(st.tlsServerName ? { tls_server_name: st.tlsServerName } : {}) },
-  });
-  rc.info(`Kubernetes VIM ${rc.params.vimName} ${r.created ? 'registered' : 'already registered'} (${r.id})`);
-  // one entry per VIM: the instance's own entry for it when there is one, else an id derived from the VIM's
-  const existing = Object.entries(rc.ctx.instance.vimConnectionInfo ?? {}).find(([, v]) => v.vimId === r.id)?.[0];
-  return { vimId: r.id, entryId: existing ?? entryIdFor(rc.ctx.instance.id, r.id), created: r.created };
-}
-
-/** A stable UUID-shaped vimConnectionInfo id for (instance, VIM): a replayed registration adds no second entry. */
-export function entryIdFor(instanceId: string, vimId: string): string {
-  const h = createHash('sha256').update(`k8s-kubeadm|${instanceId}|${vimId}`).digest('hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${((Number.parseInt(h[16] as string, 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  const r = await registerClusterVim(rc.ctx, 'k8s-kubeadm', await rc.instanceState(), { name: rc.params.vimName, description: `Kubernetes cluster of VNF instance ${rc.ctx.instance.id}` });
+  rc.info(`Kubernetes VIM ${rc.params.vimName} ${r.created ? 'registered' : 'already registered'} (${r.vimId})`);
+  return r;
 }
 
 // ================================================================== terminate_end / whole heal_start
@@ -374,14 +354,7 @@ async function removeVim(rc: RunContext, why: 'terminate' | 'heal'): Promise<Mgm
   const ctx = rc.ctx;
   const prev = previousMeta(ctx);
   const name = prev?.vimName ?? rc.params.vimName;
-  const removed = await rc.step('delete-vim', undefined, async () => {
-    const ids = new Set<string>();
-    if (prev?.vimId) ids.add(prev.vimId);
-    const found = await ctx.vims.findByName(name);
-    if (found && (found.createdFor === undefined || found.createdFor === ctx.instance.id)) ids.add(found.id);
-    for (const id of ids) await ctx.vims.delete(id);
-    return { vimIds: [...ids] };
-  });
+  const removed = await rc.step('delete-vim', undefined, async () => ({ vimIds: await deleteClusterVims(ctx, name, prev?.vimId) }));
   // the VIM entries pointing at the deleted VIMs
   const entryVims = new Set(removed.vimIds);
   await rc.step('forget-cluster', undefined, async () => {

@@ -5,80 +5,15 @@
  * executor's job), file contents go on stdin, and the join token / certificate key reach the
  * install script through a 0600 file that the command sources and removes first.
  */
-import { createHash, randomBytes, X509Certificate } from 'node:crypto';
+import { createHash, X509Certificate } from 'node:crypto';
 import { isVnfmError, vnfmError } from '../../../errors.ts';
-import type { ExecOptions, ExecResult, SshSession } from '../../ssh/ssh-executor.ts';
+import type { ExecResult } from '../../ssh/ssh-executor.ts';
 import { etcdCommands, type EtcdEndpointHealth, type EtcdEndpointStatus, type EtcdMember, isMemberNotFound, memberHealth, type MemberHealth, parseEndpointHealth, parseEndpointStatus, parseMemberList } from './etcd.ts';
 import { addServer, adminSocketPath, listServers, parseServersState, removeServer, runtime, type ServerState } from './haproxy.ts';
 import { applyHostsBlock, type HostsEntry } from './hosts-block.ts';
 
-/** A string quoted for a POSIX shell. */
-export function shq(s: string): string {
-  return `'${s.replace(/'/g, `'\\''`)}'`;
-}
-
-/** Options every command of a host gets. */
-export interface HostOptions {
-  /** Node name (messages). */
-  name: string;
-  commandTimeoutMs: number;
-  signal?: AbortSignal;
-}
-
-/** A node reached over SSH. */
-export class Host {
-  constructor(
-    readonly session: SshSession,
-    readonly o: HostOptions,
-  ) {}
-
-  get name(): string {
-    return this.o.name;
-  }
-
-  private opts(extra: ExecOptions = {}): ExecOptions {
-    return { timeoutMs: this.o.commandTimeoutMs, ...(this.o.signal ? { signal: this.o.signal } : {}), ...extra };
-  }
-
-  /** Runs a command; non-zero exit = VNFM_ERR_MGMT_COMMAND. */
-  run(cmd: string, extra: ExecOptions & { label?: string } = {}): Promise<ExecResult> {
-    return this.session.run(cmd, this.opts(extra));
-  }
-
-  /** Runs a command whatever its exit status. */
-  exec(cmd: string, extra: ExecOptions = {}): Promise<ExecResult> {
-    return this.session.exec(cmd, this.opts(extra));
-  }
-
-  sudo(cmd: string, extra: ExecOptions & { label?: string } = {}): Promise<ExecResult> {
-    return this.run(cmd, { ...extra, sudo: true });
-  }
-
-  async read(path: string, sudo = true): Promise<string> {
-    return (await this.session.download(path, { sudo })).toString('utf8');
-  }
-
-  /** Writes a root-owned file in place (`cat >`: same inode, works on bind-mounted files). */
-  async writeInPlace(path: string, content: string, label?: string): Promise<void> {
-    await this.sudo(`cat > ${shq(path)}`, { stdin: content, label: label ?? `write ${path}` });
-  }
-
-  /** A fresh private temp path under /tmp. */
-  tempPath(prefix: string): string {
-    return `/tmp/${prefix}-${randomBytes(6).toString('hex')}`;
-  }
-
-  async exists(path: string, sudo = true): Promise<boolean> {
-    const r = await this.exec(`test -e ${shq(path)}`, { sudo });
-    return r.code === 0;
-  }
-
-  /** Whether a program is on the PATH. */
-  async has(program: string): Promise<boolean> {
-    const r = await this.exec(`command -v ${shq(program)}`);
-    return r.code === 0 && r.stdout.trim() !== '';
-  }
-}
+export { Host, type HostOptions, shq } from '../k8s-common/host.ts';
+import { Host, shq } from '../k8s-common/host.ts';
 
 // ---------------------------------------------------------------- /etc/hosts
 

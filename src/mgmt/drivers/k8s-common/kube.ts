@@ -60,7 +60,7 @@ export function kubeClientFactory(options: KubeClientOptions = {}): KubeApiFacto
       src.loadFromString(c.kubeconfig);
       const user = src.getCurrentUser();
       const own = src.getCurrentCluster();
-      if (!user) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'k8s-kubeadm: the admin kubeconfig of the main master has no user');
+      if (!user) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'the admin kubeconfig of the cluster has no user');
       kc.loadFromOptions({
         clusters: [{ ...cluster, ...(cluster.caData === undefined && own?.caData ? { caData: own.caData } : {}) }],
         users: [{ ...user, name: 'admin' }],
@@ -68,7 +68,7 @@ export function kubeClientFactory(options: KubeClientOptions = {}): KubeApiFacto
         currentContext: 'c',
       });
     } else {
-      throw vnfmError('VNFM_ERR_MGMT_FAILED', 'k8s-kubeadm: no credentials for the cluster API');
+      throw vnfmError('VNFM_ERR_MGMT_FAILED', 'no credentials for the cluster API');
     }
     return new KubeClient(kc, options).withSignal(c.signal);
   };
@@ -148,8 +148,26 @@ export async function ensureAdminToken(api: KubeApi, clock: Clock, o: { interval
       if (token !== '') return token;
     }
     if (clock.now() >= end) {
-      throw vnfmError('VNFM_ERR_MGMT_FAILED', `k8s-kubeadm: the token of Secret ${namespace}/${secret} was not filled within ${Math.round(o.timeoutMs / 1000)} s (is the token controller running?)`, { retryable: true });
+      throw vnfmError('VNFM_ERR_MGMT_FAILED', `the token of Secret ${namespace}/${secret} was not filled within ${Math.round(o.timeoutMs / 1000)} s (is the token controller running?)`, { retryable: true });
     }
     await clock.sleep(o.intervalMs, o.signal);
   }
 }
+
+/** Real time. */
+export const realClock: Clock = {
+  now: () => Date.now(),
+  sleep: (ms, signal) =>
+    new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const t = setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      const onAbort = () => {
+        clearTimeout(t);
+        reject(signal?.reason);
+      };
+      signal?.addEventListener('abort', onAbort, { once: true });
+    }),
+};

@@ -1,33 +1,31 @@
 /**
- * The node inventory of a kubeadm cluster VNF, built from the instance the engine observed (spec
+ * The node inventory of a Kubernetes cluster VNF, built from the instance the engine observed (spec
  * §2.0.2), never from ad-hoc VIM calls: for every VNFC of the master / worker VDU its ids, resource
  * id, NIC (cluster) address, SSH address and node name (`master<last octet>` / `worker<last octet>`,
  * Tacker's naming). Names are compared exactly everywhere; two nodes with the same name are refused
  * (422) before anything is touched (§2.0.3).
  */
 import { isIP } from 'node:net';
+import { type ClusterNode, nameCollisions, nodeName, type NodeRole } from './nodes.ts';
 import { vnfmError } from '../../../errors.ts';
 import type { VnfcResourceInfo, VnfInstanceRecord } from '../../../model/vnf-instance.ts';
 import type { FlavourModel } from '../../../packages/vnfd-model.ts';
 import { addressByCpName, vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
-import type { KubeadmParams, NodeParams } from './params.ts';
 
-export type NodeRole = 'master' | 'worker';
+export { type ClusterNode, nameCollisions, nodeName, type NodeRole };
 
-/** One node of the cluster. */
-export interface ClusterNode {
-  name: string;
-  role: NodeRole;
-  vnfcResourceInfoId: string;
-  /** vnfcInfo id (the id heal requests name), when the instance has one for this VNFC. */
-  vnfcInfoId?: string;
-  vduId: string;
-  /** The VIM resource (server id): host key pins are kept per resource. */
-  resourceId: string;
-  /** Cluster address (kubelet / etcd / API server). */
-  nicIp: string;
-  /** Where the driver logs in. */
-  sshIp: string;
+/** How a role's nodes are found and reached (`master_node` / `worker_node` of either driver). */
+export interface NodeParams {
+  aspectId?: string;
+  vduId?: string;
+  sshCpName: string;
+  nicCpName?: string;
+}
+
+/** The parameters the inventory reads. */
+interface RoleParams {
+  masterNode: NodeParams & { clusterCpName?: string; clusterIp?: string; clusterFipName?: string };
+  workerNode: NodeParams;
 }
 
 /** The whole inventory. */
@@ -37,14 +35,6 @@ export interface Inventory {
   workers: ClusterNode[];
   masterVduId: string;
   workerVduId: string;
-}
-
-/** `master<N>` / `worker<N>`: N = last octet of an IPv4 address (last group of an IPv6 one). */
-export function nodeName(role: NodeRole, ip: string): string {
-  const v = isIP(ip);
-  if (v === 4) return `${role}${ip.split('.')[3]}`;
-  const last = ip.split(':').pop() ?? '';
-  return `${role}${last === '' ? '0' : last.toLowerCase()}`;
 }
 
 /**
@@ -62,12 +52,12 @@ export function roleVdu(flavour: Pick<FlavourModel, 'vdus' | 'cps'>, n: Pick<Nod
 }
 
 /** The VDUs of both roles; 422 when one cannot be found or both are the same. */
-export function roleVdus(flavour: Pick<FlavourModel, 'vdus' | 'cps'>, p: Pick<KubeadmParams, 'masterNode' | 'workerNode'>): { master: string; worker: string } {
+export function roleVdus(flavour: Pick<FlavourModel, 'vdus' | 'cps'>, p: RoleParams): { master: string; worker: string } {
   const master = roleVdu(flavour, p.masterNode);
   const worker = roleVdu(flavour, p.workerNode);
-  if (!master) throw vnfmError('VNFM_ERR_MGMT_FAILED', `k8s-kubeadm: no VDU of the flavour is bound to master_node's CP '${p.masterNode.nicCpName ?? p.masterNode.sshCpName}' (give master_node.vdu_id)`);
-  if (!worker) throw vnfmError('VNFM_ERR_MGMT_FAILED', `k8s-kubeadm: no VDU of the flavour is bound to worker_node's CP '${p.workerNode.nicCpName ?? p.workerNode.sshCpName}' (give worker_node.vdu_id)`);
-  if (master === worker) throw vnfmError('VNFM_ERR_MGMT_FAILED', `k8s-kubeadm: master_node and worker_node resolve to the same VDU '${master}'`);
+  if (!master) throw vnfmError('VNFM_ERR_MGMT_FAILED', `no VDU of the flavour is bound to master_node's CP '${p.masterNode.nicCpName ?? p.masterNode.sshCpName}' (give master_node.vdu_id)`);
+  if (!worker) throw vnfmError('VNFM_ERR_MGMT_FAILED', `no VDU of the flavour is bound to worker_node's CP '${p.workerNode.nicCpName ?? p.workerNode.sshCpName}' (give worker_node.vdu_id)`);
+  if (master === worker) throw vnfmError('VNFM_ERR_MGMT_FAILED', `master_node and worker_node resolve to the same VDU '${master}'`);
   return { master, worker };
 }
 
@@ -81,18 +71,10 @@ function nodeOf(instance: VnfInstanceRecord, r: VnfcResourceInfo, role: NodeRole
   const sshIp = addressByCpName(r, n.sshCpName, true);
   if (!nicIp || !sshIp) {
     const which = !nicIp ? `nic_cp_name '${nicCp}'` : `ssh_cp_name '${n.sshCpName}'`;
-    throw vnfmError('VNFM_ERR_MGMT_FAILED', `k8s-kubeadm: VNFC ${r.id} (${r.vduId}) has no address for ${which}`);
+    throw vnfmError('VNFM_ERR_MGMT_FAILED', `VNFC ${r.id} (${r.vduId}) has no address for ${which}`);
   }
   const id = vnfcInfoIdOf(instance, r);
   return { name: nodeName(role, nicIp), role, vnfcResourceInfoId: r.id, ...(id ? { vnfcInfoId: id } : {}), vduId: r.vduId, resourceId: r.computeResource.resourceId, nicIp, sshIp };
-}
-
-/** Names given to more than one node: `name -> VNFC ids`. Empty when all names are distinct. */
-export function nameCollisions(nodes: readonly ClusterNode[]): Map<string, string[]> {
-  const by = new Map<string, string[]>();
-  for (const n of nodes) by.set(n.name, [...(by.get(n.name) ?? []), n.vnfcResourceInfoId]);
-  for (const [k, v] of by) if (v.length < 2) by.delete(k);
-  return by;
 }
 
 /** Throws 422 when two nodes would get the same name. */
@@ -100,14 +82,14 @@ export function assertNoCollision(nodes: readonly ClusterNode[]): void {
   const c = nameCollisions(nodes);
   if (c.size === 0) return;
   const list = [...c].map(([name, ids]) => `${name} (VNFCs ${ids.join(', ')})`).join('; ');
-  throw vnfmError('VNFM_ERR_MGMT_REFUSED', `k8s-kubeadm: node names collide (names come from the last octet of the NIC address): ${list}; nothing was changed`);
+  throw vnfmError('VNFM_ERR_MGMT_REFUSED', `node names collide (names come from the last octet of the NIC address): ${list}; nothing was changed`);
 }
 
 /**
  * The inventory of an instance. Every VNFC of the master and worker VDUs must have its addresses;
  * with `checkCollisions` (instantiate, scale out, heal end) duplicate names are refused.
  */
-export function buildInventory(instance: VnfInstanceRecord, flavour: Pick<FlavourModel, 'vdus' | 'cps'>, p: Pick<KubeadmParams, 'masterNode' | 'workerNode'>, opts: { checkCollisions?: boolean } = {}): Inventory {
+export function buildInventory(instance: VnfInstanceRecord, flavour: Pick<FlavourModel, 'vdus' | 'cps'>, p: RoleParams, opts: { checkCollisions?: boolean } = {}): Inventory {
   const vdus = roleVdus(flavour, p);
   const vnfcs = instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
   const masters = vnfcs.filter((r) => r.vduId === vdus.master).map((r) => nodeOf(instance, r, 'master', p.masterNode));
@@ -143,19 +125,21 @@ function addressesOfExtCp(instance: VnfInstanceRecord, cpdId: string): string[] 
  * master's when several masters carry it); an external CP of that name (e.g. the VIP port); a
  * CP of that name recorded on any VNFC. Undefined when nothing carries it.
  */
-export function clusterAddress(instance: VnfInstanceRecord, inv: Inventory, p: Pick<KubeadmParams, 'masterNode'>): string | undefined {
+export function clusterAddress(instance: VnfInstanceRecord, inv: Inventory, p: Pick<RoleParams, 'masterNode'>): string | undefined {
   const m = p.masterNode;
   if (m.clusterIp) return m.clusterIp;
+  if (!m.clusterCpName) return undefined;
+  const cpName = m.clusterCpName;
   const vnfcs = instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
   for (const node of inv.masters) {
     const r = vnfcs.find((v) => v.id === node.vnfcResourceInfoId);
     const cp = r ? vnfcAddresses(r).find((c) => c.cpdId === m.clusterCpName) : undefined;
     if (cp?.fixed[0]) return cp.fixed[0];
   }
-  const ext = addressesOfExtCp(instance, m.clusterCpName).find((a) => isIP(a) !== 0);
+  const ext = addressesOfExtCp(instance, cpName).find((a) => isIP(a) !== 0);
   if (ext) return ext;
   // A port of the VNF outside every VNFC (the VIP port of an HA cluster).
-  const port = vnfPortAddresses(instance, m.clusterCpName).find((a) => isIP(a) !== 0);
+  const port = vnfPortAddresses(instance, cpName).find((a) => isIP(a) !== 0);
   if (port) return port;
   for (const r of vnfcs) {
     const cp = vnfcAddresses(r).find((c) => c.cpdId === m.clusterCpName);
@@ -169,7 +153,7 @@ export function clusterAddress(instance: VnfInstanceRecord, inv: Inventory, p: P
  * (Tacker: the VIP's floating IP `cluster_fip_name`, else the first master's SSH address);
  * undefined when SSH goes to the fixed addresses.
  */
-export function floatingApiHost(instance: VnfInstanceRecord, inv: Inventory, p: Pick<KubeadmParams, 'masterNode'>): string | undefined {
+export function floatingApiHost(instance: VnfInstanceRecord, inv: Inventory, p: Pick<RoleParams, 'masterNode'>): string | undefined {
   const first = inv.masters[0];
   if (!first || first.sshIp === first.nicIp) return undefined;
   const fip = p.masterNode.clusterFipName;
