@@ -133,14 +133,18 @@ describe('k8s-kubeadm master heal (3 masters)', () => {
   it('heal_start runs the ordered steps; heal_end joins with fresh material and puts the master back in every HAProxy', async () => {
     const h = await ha();
     const { oldId, target, start } = await healMaster(h);
-    assert.deepEqual(h.world.steps, [
-      'heal_start:leader-transfer:master12',
-      'heal_start:haproxy-remove:master12@master11',
-      'heal_start:haproxy-remove:master12@master13',
-      'heal_start:remove-node:master12',
-      'heal_start:etcd-remove:master12',
-      'heal_start:stop-old:master12',
-    ]);
+    // leader transfer, (runtime maint on the survivors), drain + Node deletion, then side by side:
+    // the survivors' validated files, the member removal, the old VM's reset
+    assert.deepEqual(h.world.steps.slice(0, 2), ['heal_start:leader-transfer:master12', 'heal_start:remove-node:master12']);
+    assert.deepEqual(h.world.steps.slice(2).sort(), ['heal_start:etcd-remove:master12', 'heal_start:haproxy-remove:master12@master11', 'heal_start:haproxy-remove:master12@master13', 'heal_start:stop-old:master12']);
+    // every survivor had the target in maint before the drain began
+    const firstEviction = h.cluster.commands.length;
+    assert.ok(firstEviction > 0);
+    for (const ip of ['10.0.0.11', '10.0.0.13']) {
+      const maintAt = h.cluster.commands.findIndex((c) => c.host === ip && c.cmd.includes('state maint'));
+      const fileAt = h.cluster.commands.findIndex((c) => c.host === ip && c.cmd.startsWith('umask 077'));
+      assert.ok(maintAt >= 0 && maintAt < fileAt, `maint before the file on ${ip}`);
+    }
     // the leader was master11: no transfer
     assert.equal(h.cluster.lines(/move-leader/).length, 0);
     // HAProxy: runtime maint, then the validated file, then a reload, on each survivor; master1x untouched
@@ -149,8 +153,8 @@ describe('k8s-kubeadm master heal (3 masters)', () => {
       assert.deepEqual(vm?.runtime, ['set server kubernetes-apiserver/master12 state maint']);
       assert.deepEqual(backend(h, ip), ['master11', 'master13']);
       const seq = h.cluster.commands.filter((c) => c.host === ip && /haproxy|socat/.test(c.cmd)).map((c) => c.cmd.split(' ')[0]);
-      // one script: runtime maint, checked temp file, copy in place, reload
-      assert.deepEqual(seq, ['umask']);
+      // runtime maint (before the drain), then one script: checked temp file, copy in place, reload
+      assert.deepEqual(seq, ['printf', 'umask']);
     }
     // the member removed by its exact id, on a survivor; the old VM reset
     assert.deepEqual(h.cluster.lines(/member remove/).map((l) => l.replace(/ --endpoints.*member remove/, ' member remove')), [`10.0.0.11: ETCDCTL_API=3 etcdctl member remove ${oldId.toString(16)}`]);
@@ -262,11 +266,12 @@ describe('k8s-kubeadm master heal (3 masters)', () => {
     h.world.crashAfterStep = 'heal_start:etcd-remove:master12';
     await assert.rejects(h.run('heal_start', healCommand('vi-m12'), { targets: [healTarget(m(12), 'masterNode')], opId: 'op-heal' }), /simulated crash after step/);
     assert.equal(h.cluster.lines(/member remove/).length, 1);
-    assert.equal(h.cluster.vms.get('10.0.0.12')?.resets, 0);
+    // the old VM's reset runs beside the member removal: journaled or not when the crash came
+    const resetBefore = h.cluster.vms.get('10.0.0.12')?.resets;
     const reloads = h.cluster.vms.get('10.0.0.11')?.reloads;
     h.world.steps.length = 0;
     await h.run('heal_start', healCommand('vi-m12'), { targets: [healTarget(m(12), 'masterNode')], opId: 'op-heal' });
-    assert.deepEqual(h.world.steps, ['heal_start:stop-old:master12'], 'only the unfinished step ran');
+    assert.deepEqual(h.world.steps, resetBefore === 1 ? [] : ['heal_start:stop-old:master12'], 'only an unfinished step ran');
     assert.equal(h.cluster.lines(/member remove/).length, 1);
     assert.equal(h.cluster.vms.get('10.0.0.11')?.reloads, reloads, 'HAProxy not touched again');
     assert.equal(h.cluster.vms.get('10.0.0.12')?.resets, 1);

@@ -40,6 +40,8 @@ import {
   etcdView,
   type HaproxySettings,
   haproxyAddServer,
+  haproxyMaint,
+  type HaproxyRemoval,
   haproxyRemoveServer,
   type Host,
   isSensitiveOutput,
@@ -782,33 +784,45 @@ async function removeMaster(
     if (after === m.id) throw vnfmError('VNFM_ERR_MGMT_FAILED', `etcd leadership did not leave ${target.name}`, { retryable: true });
     return { moved: true, to: to.name };
   });
-  // 3. out of every survivor's HAProxy (runtime maint, then the validated file, reload), survivors side by side
+  // 3. out of every survivor's HAProxy at once through the runtime API (`maint`: no new connection
+  // reaches the target from here on; the validated file follows in step 5)
+  const settings = haproxySettings(rc.cfg);
+  const maint = new Map<string, { text: string; runtime: HaproxyRemoval['runtime'] }>();
   await Promise.all(
-    survivors.map((s) =>
-      rc.step('haproxy-remove', `${target.name}@${s.name}`, async () => {
-        const r = await haproxyRemoveServer(hosts.get(s.name) as Host, haproxySettings(rc.cfg), target.name);
-        if (r.fileChanged) await record(rc, { kind: 'haproxy', survivor: s.name, server: target.name });
-        return { ...r };
-      }),
-    ),
+    survivors.map(async (s) => {
+      const h = hosts.get(s.name) as Host;
+      const text = await h.read(settings.configPath, true);
+      maint.set(s.name, { text, runtime: await haproxyMaint(h, settings, text, target.name) });
+    }),
   );
-  // 4. drain (control-plane static pods are mirror pods: skipped) and delete the Node
+  // 4. drain (control-plane static pods are mirror pods: skipped) and delete the Node, while the
+  // target still runs (its pods leave gracefully)
   await rc.step('remove-node', target.name, async () => {
     const r = await removeNode(rc, api, target, drain);
     return { status: r.status };
   });
-  // 5. etcd member remove by exact id (name AND peer URL); not found = done
-  await rc.step('etcd-remove', target.name, async () => {
+  // 5-7 side by side: the validated HAProxy files without the target (reloaded), the etcd member
+  // removed by exact id (name AND peer URL; not found = done), and the old VM's kubelet/etcd
+  // stopped if it still answers (probed since the preflight) so it cannot re-register before Heat
+  // deletes it. Its member is stopped (`--skip-phases=remove-etcd-member`) or removed in either
+  // order: quorum was checked with the target counted as lost, and etcd accepts removing a stopped
+  // member.
+  const haproxyFiles = survivors.map((s) =>
+    rc.step('haproxy-remove', `${target.name}@${s.name}`, async () => {
+      const before = maint.get(s.name);
+      const r = await haproxyRemoveServer(hosts.get(s.name) as Host, settings, target.name, before);
+      if (r.fileChanged) await record(rc, { kind: 'haproxy', survivor: s.name, server: target.name });
+      return { ...r };
+    }),
+  );
+  const memberRemoval = rc.step('etcd-remove', target.name, async () => {
     const m = findMember(await etcdMembers(peer), target.name, target.nicIp);
     if (!m) return { removed: false };
     const removed = await etcdRemoveMember(peer, m.id);
     if (removed) await record(rc, { kind: 'etcd-member', node: target.name, id: memberIdHex(m.id) });
     return { removed, id: memberIdHex(m.id) };
   });
-  // 6. stop the old VM's kubelet/etcd if it still answers (probed since the preflight). Not beside
-  // step 5: a member stopping while its removal is proposed makes etcd's strict reconfiguration
-  // check refuse the removal for a while ("unhealthy cluster").
-  await rc.step('stop-old', target.name, async () => {
+  const stopOld = rc.step('stop-old', target.name, async () => {
     try {
       if (!(await answers)) return { stopped: false, reason: 'unreachable' };
       const h = await rc.host(target);
@@ -822,6 +836,9 @@ async function removeMaster(
       return { stopped: false, reason: 'error' };
     }
   });
+  const settled = await Promise.allSettled([...haproxyFiles, memberRemoval, stopOld]);
+  const failed = settled.find((x) => x.status === 'rejected');
+  if (failed) throw (failed as PromiseRejectedResult).reason;
 }
 
 // ================================================================== heal_end (VNFCs)

@@ -209,20 +209,37 @@ export interface HaproxyRemoval {
   fileChanged: boolean;
 }
 
+function maintOutcome(r: ExecResult | undefined): HaproxyRemoval['runtime'] {
+  return r === undefined ? 'unavailable' : r.code === 0 && !/No such|not found|Unknown/i.test(r.stdout) ? 'maint' : 'failed';
+}
+
+/**
+ * Runtime `maint` of server `name` (immediate: no new connection goes to it, no reload), given the
+ * live configuration text (for the admin socket). Nothing is sent when the file no longer lists it.
+ */
+export async function haproxyMaint(h: Host, s: HaproxySettings, text: string, name: string): Promise<HaproxyRemoval['runtime']> {
+  if (!(listServers(text, s.backend) ?? []).some((x) => x.name === name)) return 'unavailable';
+  return maintOutcome(await haproxyRuntime(h, text, runtime.maint(s.backend, name)));
+}
+
 /**
  * Takes server `name` out of the backend: runtime `maint` first (immediate, no restart), then the
  * file without that exact server line, validated, in place, reloaded (one round trip after the
- * read). Nothing changes when the server is not in the file (already done).
+ * read). Nothing changes when the server is not in the file (already done). `done`: the live text
+ * already read and the `maint` already sent ({@link haproxyMaint}).
  */
-export async function haproxyRemoveServer(h: Host, s: HaproxySettings, name: string): Promise<HaproxyRemoval> {
-  const text = await h.read(s.configPath, true);
+export async function haproxyRemoveServer(h: Host, s: HaproxySettings, name: string, done?: { text: string; runtime: HaproxyRemoval['runtime'] }): Promise<HaproxyRemoval> {
+  const text = done?.text ?? (await h.read(s.configPath, true));
   if (listServers(text, s.backend) === undefined) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${s.configPath} of ${h.name} has no backend ${s.backend}`);
   const next = removeServer(text, s.backend, name);
   if (!next.changed) return { runtime: 'unavailable', fileChanged: false };
+  if (done) {
+    await installHaproxyConfig(h, s, next.text);
+    return { runtime: done.runtime, fileChanged: true };
+  }
   const socket = adminSocketPath(text);
   const { before: r } = await installHaproxyConfig(h, s, next.text, { before: runtime.maint(s.backend, name), ...(socket ? { socket } : {}) });
-  const rt: HaproxyRemoval['runtime'] = r === undefined ? 'unavailable' : r.code === 0 && !/No such|not found|Unknown/i.test(r.stdout) ? 'maint' : 'failed';
-  return { runtime: rt, fileChanged: true };
+  return { runtime: maintOutcome(r), fileChanged: true };
 }
 
 /**
