@@ -5,7 +5,7 @@
  * place that knows every module; nothing but the CLI (and tests) imports it.
  */
 import type { FastifyInstance } from 'fastify';
-import type { VnfmConfig } from '../config.ts';
+import { type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
 import { VnfmMetrics } from '../core/metrics.ts';
 import type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
@@ -109,7 +109,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     if (config.port === 0) {
       const addr = app.server.address();
       if (addr && typeof addr === 'object') {
-        url = `http://${config.host}:${addr.port}`;
+        url = `${authModes(config).includes('mtls') ? 'https' : 'http'}://${config.host}:${addr.port}`;
         config.publicUrl = url;
       }
     }

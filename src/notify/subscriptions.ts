@@ -258,9 +258,12 @@ export class SubscriptionService {
    * subscription. v1 returns the existing subscription (created false) for an identical request
    * (same callbackUri, filter and verbosity) instead of creating a second one.
    */
-  async create(req: unknown, apiVersion: SubscriptionApiVersion): Promise<CreateSubscriptionResult> {
+  async create(req: unknown, apiVersion: SubscriptionApiVersion, project?: string): Promise<CreateSubscriptionResult> {
     const r = validateSubscriptionRequest(req, apiVersion);
-    const dedupeKey = createHash('sha256').update(canonical({ v: apiVersion, callbackUri: r.callbackUri, filter: r.filter, verbosity: r.verbosity })).digest('hex');
+    // one project never finds (nor learns of) another project's identical subscription
+    const dedupeKey = createHash('sha256')
+      .update(canonical({ v: apiVersion, callbackUri: r.callbackUri, filter: r.filter, verbosity: r.verbosity, ...(project !== undefined ? { project } : {}) }))
+      .digest('hex');
     if (apiVersion === 'v1') {
       const existing = await this.findDuplicate(this.db, dedupeKey);
       if (existing) return { subscription: existing, created: false };
@@ -285,6 +288,7 @@ export class SubscriptionService {
           auth_types: json(r.authTypes),
           auth_secret: r.credentials ? this.box.seal(r.credentials) : null,
           dedupe_key: dedupeKey,
+          project: project ?? null,
         })
         .execute();
       const row = await tx.selectFrom('subscription').select(COLUMNS).where('id', '=', id).executeTakeFirstOrThrow();

@@ -13,6 +13,7 @@ import { LCM_COMMAND_ORIGIN_MIGRATION, LCM_RETRY_FENCING_MIGRATION, m110 as lcmR
 import { OUTBOX_RETRY_WINDOW_MIGRATION, m120 as outboxRetryWindow120, OUTBOX_COMMIT_ORDER_MIGRATION, m160 as outboxCommitOrder160 } from './notify.ts';
 import { PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m140 as packageOnboardAttempts140 } from './packages.ts';
 import { MGMT_STATE_MIGRATION, m170 as mgmtState170 } from './mgmt.ts';
+import { AUTH_TENANT_MIGRATION, m180 as authTenants180 } from './auth.ts';
 
 const m001: Migration = {
   async up(db: Kysely<unknown>) {
@@ -162,6 +163,7 @@ export const MIGRATIONS: readonly (readonly [name: string, migration: Migration]
   [LCM_COMMAND_ORIGIN_MIGRATION, lcmCommandOrigin150],
   [OUTBOX_COMMIT_ORDER_MIGRATION, outboxCommitOrder160],
   [MGMT_STATE_MIGRATION, mgmtState170],
+  [AUTH_TENANT_MIGRATION, authTenants180],
 ];
 
 // Kysely applies (and checks executed ones) in name order: the list must already be in that order.
