@@ -28,7 +28,7 @@ export function defaultRequirement(method: string, url: string, faultPrefix: str
   if (url.startsWith(OAUTH_CLIENTS_PATH)) return 'admin';
   const read = method === 'GET' || method === 'HEAD';
   if (read) return 'reader';
-  if (url.startsWith('/vims') || url.startsWith('/vnfpkgm/')) return 'admin';
+  if (url.startsWith('/v1.0/vims') || url.startsWith('/vnfpkgm/')) return 'admin';
   if (url === faultPrefix || url.startsWith(`${faultPrefix}/`)) return 'operator';
   return 'operator';
 }
