@@ -44,8 +44,23 @@ function single(h: IncomingHttpHeaders, name: string): string | undefined {
   return v;
 }
 
-/** Reads the credential of a request; throws 400 (oversized) or 401 (malformed). */
-export function presentedCredential(h: IncomingHttpHeaders, maxBytes: number): Presented {
+/**
+ * Reads the credential of a request; throws 400 (oversized) or 401 (malformed). `rawHeaders`
+ * (the request's header list as received) refuses a repeated Authorization header, which Node
+ * would otherwise reduce silently to its first value.
+ */
+export function presentedCredential(h: IncomingHttpHeaders, maxBytes: number, rawHeaders?: readonly string[]): Presented {
+  if (rawHeaders) {
+    let authz = 0;
+    let xAuth = 0;
+    for (let i = 0; i < rawHeaders.length; i += 2) {
+      const n = (rawHeaders[i] as string).toLowerCase();
+      if (n === 'authorization') authz++;
+      else if (n === 'x-auth-token') xAuth++;
+    }
+    if (authz > 1) throw malformed('the Authorization header is given more than once');
+    if (xAuth > 1) throw malformed('the X-Auth-Token header is given more than once');
+  }
   const xAuth = single(h, 'x-auth-token');
   const authz = single(h, 'authorization');
   for (const [name, v] of [

@@ -177,7 +177,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     if (need === 'open') return;
     let principal: Principal;
     try {
-      principal = await authenticate(req, presentedCredential(req.headers, config.auth.maxCredentialBytes));
+      principal = await authenticate(req, presentedCredential(req.headers, config.auth.maxCredentialBytes, req.raw.rawHeaders));
     } catch (e) {
       if ((e as { httpStatus?: number }).httpStatus === 401) reply.header('www-authenticate', challenge(oauthErrorOf(e)));
       throw e;
