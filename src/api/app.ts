@@ -117,7 +117,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   });
 
   // authentication, the role of each route and the tenant of the resource it names (src/api/auth/): before every route
-  await installAuth(app, ctx);
+  const auth = await installAuth(app, ctx);
   // Refuse what cannot be stored (U+0000, unpaired surrogates, absurd nesting) up front with a 400, instead of failing
   // inside the database or the serializer with a 500.
   app.addHook('preValidation', async (req) => {
@@ -172,6 +172,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await ledgerRoutes(ctx, ledger, batcher)(app);
   }
   for (const r of ctx.extraRoutes ?? []) await r(app);
+  auth.verify();
   return app;
 }
 

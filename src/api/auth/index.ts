@@ -67,8 +67,12 @@ function isLoopbackPeer(req: FastifyRequest): boolean {
   return a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.');
 }
 
-/** Builds the auth services of an app and installs its hook and routes (call before any other route). */
-export async function installAuth(app: FastifyInstance, ctx: AppContext): Promise<void> {
+/**
+ * Builds the auth services of an app and installs its hook and routes (call before any other
+ * route). Call `verify` once every route is registered: it refuses a policy file naming a route
+ * that does not exist.
+ */
+export async function installAuth(app: FastifyInstance, ctx: AppContext): Promise<{ verify(): void }> {
   const config = ctx.config;
   const modes = new Set<ApiAuthMode>(authModes(config));
   const routes: { method: string; url: string }[] = [];
@@ -78,10 +82,10 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
   });
 
   const policy = new Policy(config.faultNotification.prefix, config.auth.policyFile ? loadPolicyOverrides(config.auth.policyFile) : new Map());
-  app.addHook('onReady', async () => {
+  const verify = () => {
     const unknown = policy.unknownKeys(routes);
     if (unknown.length > 0) throw new Error(`auth.policyFile names routes that do not exist: ${unknown.join(', ')}`);
-  });
+  };
 
   const staticTokens = new Map<string, Principal>();
   config.apiTokens.forEach((t, i) => {
@@ -191,6 +195,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
   });
 
   if (oauth) await oauthRoutes(app, oauth, ctx);
+  return { verify };
 }
 
 function describeMode(m: ApiAuthMode): string {
