@@ -50,9 +50,10 @@ function resourceRoutes(faultPrefix: string): ResourceRoute[] {
     {
       match: (u) => u.startsWith('/vnfm/v1/notifications/:id'),
       param: 'id',
+      // a row whose subscription was deleted has no project any more: admins (and callers without a project) only
       project: async (db, id) => {
         if (!/^[0-9]{1,15}$/.test(id)) return undefined;
-        return (await sql<{ project: string | null }>`select s.project from outbox o join subscription s on s.id = o.subscription_id where o.id = ${Number(id)}`.execute(db)).rows[0];
+        return (await sql<{ project: string | null }>`select s.project from outbox o left join subscription s on s.id = o.subscription_id where o.id = ${Number(id)}`.execute(db)).rows[0];
       },
       notFound: (id) => ['VNFM_ERR_API_NOT_FOUND', `notification ${id} not found in the outbox`],
     },
