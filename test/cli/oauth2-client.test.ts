@@ -1,4 +1,5 @@
 /**
+ * `vnfm start` on a non-loopback address without authentication stops with exit code 2 and says why.
  * `vnfm oauth2-client` (through tsx, as the data-dir lock test runs `vnfm start`): on a stopped
  * VNFM's embedded data directory it registers the first (admin) client, prints its secret once,
  * lists it without the secret and deletes it; `vnfm start` then accepts the client's token
@@ -52,5 +53,18 @@ describe('vnfm oauth2-client', () => {
     const deleted = vnfm(['delete', c.clientId, '--data-dir', dataDir]);
     assert.equal(deleted.status, 0, deleted.stderr);
     assert.deepEqual(JSON.parse(vnfm(['list', '--data-dir', dataDir]).stdout), []);
+  });
+});
+
+describe('vnfm start without authentication off loopback', () => {
+  it('stops with a message naming the fix, exit code 2', () => {
+    const r = spawnSync(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', '--host', '0.0.0.0', '--port', '0', '--data-dir', join(dataDir, 'never')], {
+      encoding: 'utf8',
+      env: { PATH: process.env.PATH ?? '', HOME: dataDir },
+      timeout: 120_000,
+    });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /configuration error: apiAuth is none \(no authentication\) but the API listens on 0\.0\.0\.0, which is not a loopback address/);
+    assert.match(r.stderr, /auth\.allowUnauthenticated: true/);
   });
 });

@@ -43,7 +43,14 @@ export function registeredRoutes(app: FastifyInstance): readonly { method: strin
 export function httpsOptions(config: VnfmConfig): { key: Buffer; cert: Buffer; ca: Buffer; requestCert: true; rejectUnauthorized: false } | undefined {
   if (!authModes(config).includes('mtls')) return undefined;
   const m = config.auth.mtls;
-  return { key: readFileSync(m.keyFile as string), cert: readFileSync(m.certFile as string), ca: readFileSync(m.caFile as string), requestCert: true, rejectUnauthorized: false };
+  const read = (setting: string, path: string | undefined): Buffer => {
+    try {
+      return readFileSync(path as string);
+    } catch (e) {
+      throw new Error(`auth.mtls.${setting} ${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+  };
+  return { key: read('keyFile', m.keyFile), cert: read('certFile', m.certFile), ca: read('caFile', m.caFile), requestCert: true, rejectUnauthorized: false };
 }
 
 /** A verified TLS client certificate of the request's connection. */
