@@ -378,3 +378,22 @@ for (const mode of MODES) {
     });
   });
 }
+
+describe('route table under apiAuth none (loopback)', () => {
+  let vnfm: TestVnfm;
+  before(async () => {
+    vnfm = await testVnfm({ config: { notifications: { testCallback: false } } });
+  });
+  after(async () => vnfm?.close());
+
+  it('every route answers without a credential (an admin of every project); none asks for one', async () => {
+    const routes = registeredRoutes(vnfm.app).filter((r) => r.method !== 'DELETE');
+    assert.ok(routes.length >= 60);
+    for (const r of routes) {
+      const path = r.url.replace(/:[A-Za-z]+/g, 'x').replace(/\*/g, 'x');
+      const a = await vnfm.app.inject({ method: r.method as 'GET', url: path, headers: { version: '2.0.0', ...(r.method === 'GET' || r.method === 'HEAD' ? {} : { 'content-type': 'application/json' }) }, ...(r.method === 'GET' || r.method === 'HEAD' ? {} : { payload: '{}' }) });
+      assert.ok(a.statusCode !== 401 && a.statusCode !== 403, `${r.method} ${r.url}: ${a.statusCode} ${a.body}`);
+      assert.equal(a.headers['www-authenticate'], undefined);
+    }
+  });
+});
