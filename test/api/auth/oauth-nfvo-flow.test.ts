@@ -133,6 +133,10 @@ describe('OAuth 2.0 client credentials: an NFVO flow', () => {
     assert.match(String(gone.headers['www-authenticate']), /error="invalid_token"/);
     // an operator cannot manage clients
     assert.equal((await call('GET', '/vnfm/v1/oauth2/clients', tokA)).statusCode, 403);
+    // no secret of either side, nor any token, in the log
+    const logs = vnfm.logs.join('');
+    assert.ok(logs.includes('OAuth 2.0 token issued'), 'the log was captured');
+    for (const s of [a.clientSecret, b.clientSecret, tokA, tokB, adminToken, 'nfvo-side-secret-31', ...nfvoTokens]) assert.ok(!logs.includes(s), 'a secret reached the log');
   });
 });
 
