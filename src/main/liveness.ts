@@ -69,6 +69,7 @@ export async function startLivenessServer(config: VnfmConfig, log: Logger): Prom
     tickMs: TICK_MS,
     maxStallMs: config.health.maxStallMs,
     tokenHashes: needsToken ? config.apiTokens.map((t) => createHash('sha256').update(typeof t === 'string' ? t : t.token, 'utf8').digest('hex')) : [],
+    closed: needsToken && config.apiTokens.length === 0,
   };
   const worker = spawnWorker(data);
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));

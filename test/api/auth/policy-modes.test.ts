@@ -167,3 +167,22 @@ describe('fault intake under API authentication', () => {
     assert.equal(await count(), before);
   });
 });
+
+describe('liveness port with health.public false and no static token', () => {
+  it('refuses every probe (it cannot check Keystone or OAuth 2.0 credentials); the API port still answers an authenticated caller', async () => {
+    const ks = new FakeKeystone({ username: 'svc', password: 'svc-pw' });
+    const url = await ks.start();
+    ks.tokens.set('tok-probe', { id: 'u', name: 'prober', roles: ['reader'] });
+    const { freePort } = await import('../../helpers/app.ts');
+    const vnfm = await testVnfm({ listen: true, config: { apiAuth: 'keystone', auth: { keystone: { authUrl: url, username: 'svc', password: 'svc-pw', projectName: 'service' } }, health: { public: false, livenessPort: await freePort() } } });
+    try {
+      assert.equal((await fetch(`${vnfm.livenessUrl}/healthz`)).status, 401);
+      assert.equal((await fetch(`${vnfm.livenessUrl}/healthz`, { headers: { 'x-auth-token': 'tok-probe' } })).status, 401);
+      assert.equal((await fetch(`${vnfm.url}/healthz`)).status, 401);
+      assert.equal((await fetch(`${vnfm.url}/healthz`, { headers: { 'x-auth-token': 'tok-probe' } })).status, 200);
+    } finally {
+      await vnfm.close();
+      await ks.close();
+    }
+  });
+});
