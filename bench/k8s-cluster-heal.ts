@@ -7,15 +7,19 @@
  * heals (alternating workers) and N master heals (rotating masters, the etcd leader included).
  * Per heal:
  *   total   = accepted -> COMPLETED as the engine records it (op occ startTime -> stateEnteredTime)
- *   vm      = the infra step (the VM re-created by Heat; the lab's host comes up)
+ *   vm      = the infra step (the VM re-created by Heat) plus the new VM's boot: from the end of
+ *             the infra step until the lab host's sshd accepts connections ('lab host up')
  *   join    = the install script on the new VM (the stand-ins' kubeadm join, etcd member start)
  *   overhead = total - vm - join: the VNFM's own work (grant, quorum checks, drain, etcd member
  *             removal and health waits, HAProxy edits on the survivors, SSH, API calls), plus
- *             what it waits for: the new VM's sshd coming up, etcd's strict reconfiguration
+ *             what it waits for: polling lag for the new VM's sshd, etcd's strict reconfiguration
  *             check (membership changes refused for ~5 s after the previous one)
  *   heal_start / heal_end = the two management hook steps (inside total)
  *
- *   sudo npx tsx bench/k8s-cluster-heal.ts [--heals 10]
+ * Heals are spaced by --gap-ms (6 s): etcd refuses membership changes for ~5 s after the previous
+ * one, and operators do not heal masters back to back.
+ *
+ *   sudo npx tsx bench/k8s-cluster-heal.ts [--heals 10] [--gap-ms 6000]
  *
  * Prints one JSON document (p50 / p90 / min / max per kind).
  */
@@ -30,6 +34,9 @@ import { buildCsarFromDir } from '../src/packages/csar-reader.ts';
 
 const argv = process.argv.slice(2);
 const HEALS = argv.includes('--heals') ? Number(argv[argv.indexOf('--heals') + 1]) : 10;
+// pause between two heals: etcd refuses a membership change for ~5 s after the previous one
+// (strict reconfiguration check); operators do not heal masters back to back
+const GAP_MS = argv.includes('--gap-ms') ? Number(argv[argv.indexOf('--gap-ms') + 1]) : 6000;
 const PKG = join(import.meta.dirname, '..', 'samples', 'k8s-cluster-kubeadm');
 const PASSWORD = 'bench-lab-pass-7c1e';
 const H = { version: '2.0.0' };
@@ -96,27 +103,48 @@ async function main(): Promise<void> {
     const measure = async (vnfcInfoId: string) => {
       const o = await lcm(`/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [vnfcInfoId] });
       const mine = lines.filter((l) => l.opOccId === o.id);
-      const vm = mine.filter((l) => l.msg === 'step done' && l.step === 'infra').reduce((a, l) => a + Number(l.ms), 0);
+      const infraLine = mine.find((l) => l.msg === 'step done' && l.step === 'infra');
+      const infraEnd = infraLine ? Date.parse(infraLine.time) : Number.NaN;
+      // the new VM's boot: from the end of the infra step until the lab host's sshd accepts
+      // connections ('lab host up', logged by the lab when its new server's host is reachable)
+      const up = lines.filter((l) => l.msg === 'lab host up' && Date.parse(l.time) >= Date.parse(o.startTime) && Date.parse(l.time) <= Date.parse(o.stateEnteredTime));
+      const boot = up.length > 0 && Number.isFinite(infraEnd) ? Math.max(0, Math.max(...up.map((l) => Date.parse(l.time))) - infraEnd) : 0;
+      const vm = mine.filter((l) => l.msg === 'step done' && l.step === 'infra').reduce((a, l) => a + Number(l.ms), 0) + boot;
       const joinMs = mine.filter((l) => l.msg === 'install script finished').reduce((a, l) => a + Number(l.ms), 0);
+      // the old master's own `kubeadm reset` (the stand-in's time), reported apart
+      const resetMs = mine.filter((l) => l.msg === 'kubeadm reset finished').reduce((a, l) => a + Number(l.ms), 0);
       const total = new Date(o.stateEnteredTime).getTime() - new Date(o.startTime).getTime();
       const stepMs = (name: string) => mine.filter((l) => l.msg === 'step done' && l.step === name).reduce((a, l) => a + Number(l.ms), 0);
-      return { total, vm, join: joinMs, overhead: total - vm - joinMs, healStart: stepMs('mgmt-start'), healEnd: stepMs('mgmt-end') };
+      const driverSteps: Record<string, number> = {};
+      for (const l of mine.filter((x) => x.msg === 'driver step finished' || x.msg === 'step done' || x.msg === 'nodes connected')) {
+        const k = l.msg === 'step done' ? `engine:${l.step}` : l.msg === 'nodes connected' ? `${l.hook}:(ssh connect)` : `${l.hook}:${l.step}`;
+        driverSteps[k] = (driverSteps[k] ?? 0) + Number(l.ms);
+      }
+      driverSteps['lab:boot'] = boot;
+      driverSteps['lab:reset'] = resetMs;
+      return { total, vm, join: joinMs, overhead: total - vm - joinMs, healStart: stepMs('mgmt-start'), healEnd: stepMs('mgmt-end'), driverSteps };
     };
     const nodes = async () => (await call('GET', `/vnflcm/v2/vnf_instances/${id}`)).body.instantiatedVnfInfo.metadata.k8sCluster.nodes as Record<string, Json>;
-    const results: Record<'worker' | 'master', { total: number; vm: number; join: number; overhead: number; healStart: number; healEnd: number }[]> = { worker: [], master: [] };
+    const results: Record<'worker' | 'master', { total: number; vm: number; join: number; overhead: number; healStart: number; healEnd: number; driverSteps: Record<string, number> }[]> = { worker: [], master: [] };
+    const stepsOf = (rs: readonly { driverSteps: Record<string, number> }[]) => {
+      const names = [...new Set(rs.flatMap((r) => Object.keys(r.driverSteps)))];
+      return Object.fromEntries(names.map((n) => [n, Math.round(pct(rs.map((r) => r.driverSteps[n] ?? 0), 50))]));
+    };
     for (const role of ['worker', 'master'] as const) {
       for (let i = 0; i < HEALS; i++) {
         const list = Object.values(await nodes()).filter((n) => n.role === role);
         const target = list[i % list.length] as Json;
+        if (GAP_MS > 0) await new Promise((r) => setTimeout(r, GAP_MS));
         results[role].push(await measure(target.vnfcInfoId));
       }
     }
     const out = {
       machine: { cpus: cpus().length, load: loadavg().map((x) => Math.round(x * 10) / 10) },
       heals: HEALS,
+      gapMs: GAP_MS,
       instantiateComplexMs: instantiateMs,
-      worker: { totalMs: summary(results.worker.map((r) => r.total)), vmMs: summary(results.worker.map((r) => r.vm)), joinMs: summary(results.worker.map((r) => r.join)), overheadMs: summary(results.worker.map((r) => r.overhead)), healStartMs: summary(results.worker.map((r) => r.healStart)), healEndMs: summary(results.worker.map((r) => r.healEnd)) },
-      master: { totalMs: summary(results.master.map((r) => r.total)), vmMs: summary(results.master.map((r) => r.vm)), joinMs: summary(results.master.map((r) => r.join)), overheadMs: summary(results.master.map((r) => r.overhead)), healStartMs: summary(results.master.map((r) => r.healStart)), healEndMs: summary(results.master.map((r) => r.healEnd)) },
+      worker: { totalMs: summary(results.worker.map((r) => r.total)), vmMs: summary(results.worker.map((r) => r.vm)), joinMs: summary(results.worker.map((r) => r.join)), overheadMs: summary(results.worker.map((r) => r.overhead)), healStartMs: summary(results.worker.map((r) => r.healStart)), healEndMs: summary(results.worker.map((r) => r.healEnd)), driverStepsP50Ms: stepsOf(results.worker) },
+      master: { totalMs: summary(results.master.map((r) => r.total)), vmMs: summary(results.master.map((r) => r.vm)), joinMs: summary(results.master.map((r) => r.join)), overheadMs: summary(results.master.map((r) => r.overhead)), healStartMs: summary(results.master.map((r) => r.healStart)), healEndMs: summary(results.master.map((r) => r.healEnd)), driverStepsP50Ms: stepsOf(results.master) },
     };
     console.log(JSON.stringify(out, null, 2));
   } finally {

@@ -6,6 +6,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
+import { isIP } from 'node:net';
 
 /** API authentication modes. */
 export type ApiAuthMode = 'none' | 'token' | 'keystone' | 'oauth2' | 'mtls';
@@ -112,8 +113,21 @@ export interface VnfmConfig {
   databaseUrl: string | undefined;
   /** pino level. @default 'info' */
   logLevel: string;
-  /** 32-byte key (hex or base64) for secrets at rest; generated into dataDir when absent. */
+  /** 32-byte key (hex or base64) for secrets at rest; generated into dataDir when absent. A comma-separated list: the first seals, all open (key rotation, docs/security.md). */
   secretKey: string | undefined;
+  /**
+   * File holding the key (one key per line, hex or base64; the first seals, the others only open).
+   * Lets the key live outside the data directory. Created (0600) with a new key when absent.
+   * @default `<dataDir>/secret.key` (embedded database only)
+   */
+  secretKeyFile: string | undefined;
+  /** Outbound request rules (docs/security.md, "Outbound requests"). */
+  outbound: {
+    /** CIDRs, addresses or host names always allowed (e.g. `127.0.0.0/8` in a lab). @default [] */
+    allow: string[];
+    /** CIDRs, addresses or host names refused in addition to loopback, link-local and metadata addresses. @default [] */
+    deny: string[];
+  };
   /** Page size of list endpoints (0 = no paging). @default 100 */
   pageSize: number;
   /** Max JSON body size in bytes. @default 1_000_000 */
@@ -187,6 +201,8 @@ export interface VnfmConfig {
     podEvictionTimeoutMs: number;
     /** How long the start waits for another lab on this machine to stop (0 = fail at once). @default 0 */
     waitForLockMs: number;
+    /** Boot the operator's service hosts (external load balancer `hvlab-lb`, Ansible server `hvlab-ansible`) on the lab network. @default true */
+    serviceHosts: boolean;
   };
   /** Op runner. */
   runner: {
@@ -237,6 +253,8 @@ export interface VnfmConfig {
     testCallback: boolean;
     /** Delivered and dead notifications are purged from the outbox this long after they were delivered or given up. @default 7 days */
     retentionMs: number;
+    /** PEM CA bundle https callbacks and token endpoints are verified against (instead of the system CAs). @default undefined */
+    caFile: string | undefined;
   };
   /** Grants toward an NFVO. */
   grants: {
@@ -250,6 +268,8 @@ export interface VnfmConfig {
     clientSecret: string | undefined;
     /** Use HTTP basic with clientId/clientSecret instead of OAuth2. @default false */
     basicAuth: boolean;
+    /** PEM CA bundle the NFVO's https endpoints are verified against (instead of the system CAs). @default undefined */
+    caFile: string | undefined;
     /** Max time to wait for an asynchronous (202) grant. @default 60000 */
     asyncTimeoutMs: number;
   };
@@ -352,6 +372,13 @@ export interface VnfmConfig {
      * checked by the driver at start-up. @default null (the driver's defaults)
      */
     kubeadm: Record<string, unknown> | null;
+    /**
+     * The user package hook scripts run as when the VNFM runs as root, so that they cannot read
+     * the data directory, the key file or the VNFM's environment. `null` (or `self`): the VNFM's
+     * own user. A VNFM not running as root runs them as its own user whatever this says.
+     * @default 'nobody'
+     */
+    scriptUser: string | null;
   };
 }
 
@@ -365,6 +392,8 @@ export function defaultConfig(): VnfmConfig {
     databaseUrl: undefined,
     logLevel: 'info',
     secretKey: undefined,
+    secretKeyFile: undefined,
+    outbound: { allow: [], deny: [] },
     pageSize: 100,
     maxBodyBytes: 1_000_000,
     maxPackageBytes: 512 * 1024 * 1024,
@@ -395,9 +424,9 @@ export function defaultConfig(): VnfmConfig {
     sim: true,
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
-    lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0 },
+    lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
-    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000 },
+    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined },
     grants: {
       mode: 'local',
       endpoint: undefined,
@@ -405,6 +434,7 @@ export function defaultConfig(): VnfmConfig {
       clientId: undefined,
       clientSecret: undefined,
       basicAuth: false,
+      caFile: undefined,
       asyncTimeoutMs: 60_000,
     },
     faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
@@ -412,7 +442,7 @@ export function defaultConfig(): VnfmConfig {
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
     packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
     vim: { stackTimeoutMs: 1_200_000, stackPollInitialMs: 100, stackPollMs: 250, stackPollBackoffAfterMs: 60_000, stackPollMaxMs: 2000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
-    mgmt: { scriptTimeoutMs: 1_800_000, scriptOutputMaxBytes: 1_048_576, scriptKillGraceMs: 5000, kubeadm: null },
+    mgmt: { scriptTimeoutMs: 1_800_000, scriptOutputMaxBytes: 1_048_576, scriptKillGraceMs: 5000, kubeadm: null, scriptUser: 'nobody' },
   };
 }
 
@@ -431,6 +461,10 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_DATABASE_URL: ['databaseUrl', 'string'],
   VNFM_LOG_LEVEL: ['logLevel', 'string'],
   VNFM_SECRET_KEY: ['secretKey', 'string'],
+  VNFM_SECRET_KEY_FILE: ['secretKeyFile', 'string'],
+  VNFM_OUTBOUND_ALLOW: ['outbound.allow', 'list'],
+  VNFM_OUTBOUND_DENY: ['outbound.deny', 'list'],
+  VNFM_MGMT_SCRIPT_USER: ['mgmt.scriptUser', 'string'],
   VNFM_PAGE_SIZE: ['pageSize', 'number'],
   VNFM_API_AUTH: ['apiAuth', 'list'],
   VNFM_AUTH_ALLOW_UNAUTHENTICATED: ['auth.allowUnauthenticated', 'boolean'],
@@ -463,6 +497,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LAB_KUBERNETES_PORT: ['lab.kubernetesPort', 'number'],
   VNFM_LAB_POD_EVICTION_TIMEOUT_MS: ['lab.podEvictionTimeoutMs', 'number'],
   VNFM_LAB_WAIT_FOR_LOCK_MS: ['lab.waitForLockMs', 'number'],
+  VNFM_LAB_SERVICE_HOSTS: ['lab.serviceHosts', 'boolean'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
@@ -476,6 +511,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_GRANT_TOKEN_ENDPOINT: ['grants.tokenEndpoint', 'string'],
   VNFM_GRANT_CLIENT_ID: ['grants.clientId', 'string'],
   VNFM_GRANT_CLIENT_SECRET: ['grants.clientSecret', 'string'],
+  VNFM_GRANT_CA_FILE: ['grants.caFile', 'string'],
+  VNFM_NOTIFICATION_CA_FILE: ['notifications.caFile', 'string'],
   VNFM_AUTOHEAL_MAX_UNHEALTHY: ['autoheal.maxUnhealthy', 'string'],
   VNFM_SYNC_INTERVAL_MS: ['sync.intervalMs', 'number'],
   VNFM_NOTIFICATION_RETRY_FOR_MS: ['notifications.retryForMs', 'number'],
@@ -580,6 +617,7 @@ function validateLab(cfg: VnfmConfig): void {
   if (!Number.isInteger(l.kubernetesPort) || l.kubernetesPort < 0 || l.kubernetesPort > 65535) throw new ConfigError(`lab.kubernetesPort: must be 0-65535, got ${l.kubernetesPort}`);
   if (!Number.isFinite(l.podEvictionTimeoutMs) || l.podEvictionTimeoutMs < 0) throw new ConfigError('lab.podEvictionTimeoutMs: must be a number >= 0');
   if (!Number.isFinite(l.waitForLockMs) || l.waitForLockMs < 0) throw new ConfigError('lab.waitForLockMs: must be a number >= 0');
+  if (typeof l.serviceHosts !== 'boolean') throw new ConfigError('lab.serviceHosts: must be true or false');
   if (l.enabled && !cfg.sim) throw new ConfigError('lab.enabled needs the simulated cloud (sim): its servers are what the lab turns into hosts (drop --no-sim)');
 }
 
@@ -666,6 +704,21 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
     const v = cfg.mgmt[k];
     if (!Number.isInteger(v) || v < 1) throw new ConfigError(`mgmt.${k}: must be a positive integer, got ${JSON.stringify(v)}`);
   }
+  if (cfg.mgmt.scriptUser === 'self' || cfg.mgmt.scriptUser === '') cfg.mgmt.scriptUser = null;
+  if (cfg.mgmt.scriptUser !== null && (typeof cfg.mgmt.scriptUser !== 'string' || !/^[a-z_][a-z0-9_-]{0,31}$/.test(cfg.mgmt.scriptUser))) throw new ConfigError('mgmt.scriptUser: must be a local user name, or null/self');
+  for (const k of ['allow', 'deny'] as const) {
+    if (!Array.isArray(cfg.outbound[k]) || cfg.outbound[k].some((e) => typeof e !== 'string')) throw new ConfigError(`outbound.${k}: must be a list of CIDRs, addresses or host names`);
+  }
+  for (const k of ['allow', 'deny'] as const) {
+    for (const e of cfg.outbound[k]) {
+      const [net, bits, extra] = e.trim().split('/');
+      const v = isIP((net ?? '').replace(/^\[|\]$/g, ''));
+      const okCidr = v !== 0 && extra === undefined && (bits === undefined || (/^\d+$/.test(bits) && Number(bits) <= (v === 4 ? 32 : 128)));
+      const okName = bits === undefined && /^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$/i.test(net ?? '');
+      if (!okCidr && !okName) throw new ConfigError(`outbound.${k}: '${e}' is not a CIDR, an address or a host name`);
+    }
+  }
+  if (cfg.secretKeyFile !== undefined && (typeof cfg.secretKeyFile !== 'string' || cfg.secretKeyFile === '')) throw new ConfigError('secretKeyFile: must be a file path');
   if (cfg.mgmt.kubeadm !== null && (typeof cfg.mgmt.kubeadm !== 'object' || Array.isArray(cfg.mgmt.kubeadm))) throw new ConfigError('mgmt.kubeadm: must be a map of the k8s-kubeadm driver settings');
   if (!Number.isInteger(cfg.health.readyTimeoutMs) || cfg.health.readyTimeoutMs < 1) throw new ConfigError('health.readyTimeoutMs must be an integer >= 1');
   const h = cfg.health;
@@ -680,7 +733,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!cfg.faultNotification.prefix.startsWith('/')) throw new ConfigError('faultNotification.prefix must start with /');
   if (cfg.faultNotification.windowMs < 0) throw new ConfigError('faultNotification.windowMs must be >= 0');
   if (cfg.databaseUrl && !/^postgres(ql)?:\/\//.test(cfg.databaseUrl)) throw new ConfigError('databaseUrl must be a postgres:// URL');
-  if (cfg.databaseUrl && !cfg.secretKey) throw new ConfigError('secretKey (VNFM_SECRET_KEY, 64 hex chars) is required with databaseUrl, so that every VNFM process (and the next start) can open the sealed credentials');
+  if (cfg.databaseUrl && !cfg.secretKey && !cfg.secretKeyFile) throw new ConfigError('secretKey (VNFM_SECRET_KEY, 64 hex chars) or secretKeyFile (VNFM_SECRET_KEY_FILE) is required with databaseUrl, so that every VNFM process (and the next start) can open the sealed credentials');
   for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) if (!(cfg.sync[k] >= 0)) throw new ConfigError(`sync.${k} must be >= 0`);
   for (const k of ['retryForMs', 'backoffMs', 'maxBackoffMs', 'timeoutMs', 'retentionMs'] as const) if (!(Number.isFinite(cfg.notifications[k]) && cfg.notifications[k] >= 0)) throw new ConfigError(`notifications.${k} must be a number >= 0`);
   if (cfg.notifications.maxBackoffMs < cfg.notifications.backoffMs) throw new ConfigError('notifications.maxBackoffMs must be >= notifications.backoffMs');

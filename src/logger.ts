@@ -46,4 +46,38 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
   );
 }
 
+/** Name (the `logger` field) of the audit log's lines. */
+export const AUDIT_LOGGER = 'vnfm.audit';
+
+/** One audit record: who did what to which resource, and how it ended. Never carries request bodies or secrets. */
+export interface AuditRecord {
+  /** The principal's name; `anonymous` when the API has no authentication; `vnfm` for the VNFM's own actions. */
+  who: string;
+  /** The principal's project, when it has one. */
+  project?: string;
+  /** What was done: `<METHOD> <route pattern>` for API calls, `HEAL (automatic)` for auto-heal. */
+  action: string;
+  /** The resource acted on (ids from the path, or the VNF instance). */
+  target?: string;
+  /** HTTP status of the answer (API) or `accepted` / `refused` (automatic heal). */
+  result: number | string;
+  /** The op occ the call created or acted on, when there is one. */
+  opOccId?: string;
+  [extra: string]: unknown;
+}
+
+/**
+ * The audit log: a child of the process logger named {@link AUDIT_LOGGER} that writes at info
+ * level even when the process logs at warn or error (silent stays silent). One line per mutating
+ * API call and per automatic heal.
+ */
+export function auditLogger(log: Logger): { record(r: AuditRecord): void } {
+  const child = log.level === 'silent' ? log.child({ logger: AUDIT_LOGGER }) : log.child({ logger: AUDIT_LOGGER }, { level: 'info' });
+  return {
+    record(r) {
+      child.info({ audit: r }, 'audit');
+    },
+  };
+}
+
 export type { Logger };

@@ -11,12 +11,14 @@ import { isUtf8 } from 'node:buffer';
 import Fastify, { type FastifyBaseLogger, type FastifyBodyParser, type FastifyInstance, type FastifyRequest, LogController } from 'fastify';
 import { vnfmError } from '../errors.ts';
 import type { AppContext } from '../core/services.ts';
+import { auditLogger } from '../logger.ts';
 import { httpsOptions, installAuth } from './auth/index.ts';
 import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, readinessChecker } from './health.ts';
 import { errorHandler, problem, sendProblem } from './problem.ts';
 import { faultIntakeRoutes } from './autoheal/fault-intake-routes.ts';
 import { ledgerRoutes } from './autoheal/ledger-routes.ts';
 import { registerVimRoutes } from './vims/routes.ts';
+import { registerServerNotifierRoutes } from './vims/server-notifier-routes.ts';
 import { registerVnflcmRoutes } from './vnflcm/routes.ts';
 import { registerOutboxRoutes } from './vnflcm/subscription-routes.ts';
 import { registerVnfpkgmRoutes } from './vnfpkgm/routes.ts';
@@ -132,6 +134,11 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       if (why) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', why);
     }
   });
+  // Audit log: one line per mutating call (who, project, action, target, status, op occ id).
+  const audit = auditLogger(ctx.log);
+  app.addHook('onResponse', async (req, reply) => {
+    if (MUTATING.has(req.method)) audit.record(auditOf(req, reply.statusCode, reply.getHeader('location')));
+  });
   app.addHook('onResponse', async (req, reply) => {
     ctx.metrics.httpRequests.inc({ method: req.method, route: req.routeOptions.url ?? 'unknown', status: `${Math.floor(reply.statusCode / 100)}xx` });
     req.log.debug({ method: req.method, url: req.url, status: reply.statusCode, ms: Math.round(reply.elapsedTime) }, 'request');
@@ -163,6 +170,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
 
   await registerVnfpkgmRoutes(app, ctx);
   await registerVimRoutes(app, ctx);
+  await registerServerNotifierRoutes(app, ctx);
   await registerVnflcmRoutes(app, ctx, 'v1');
   await registerVnflcmRoutes(app, ctx, 'v2');
   if (ctx.notifications) await registerOutboxRoutes(app, ctx, ctx.notifications.worker);
@@ -174,6 +182,32 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   for (const r of ctx.extraRoutes ?? []) await r(app);
   auth.verify();
   return app;
+}
+
+const MUTATING = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+const OP_OCC_IN_PATH = /\/vnf_lcm_op_occs\/([^/?#]+)/;
+
+/**
+ * The audit record of an API call: the principal (set by the authentication hook, when there is
+ * one; read structurally), the route pattern (never the query or the body), the path ids, the
+ * status, and the op occ the call created (its `Location`) or addressed.
+ */
+function auditOf(req: FastifyRequest, status: number, location: unknown): import('../logger.ts').AuditRecord {
+  const principal = (req as { principal?: { name?: string; project?: string } }).principal;
+  const route = req.routeOptions.url ?? (req.url.split('?')[0] as string);
+  const params = req.params && typeof req.params === 'object' ? Object.values(req.params as Record<string, unknown>).filter((v): v is string => typeof v === 'string') : [];
+  const opOcc = (typeof location === 'string' ? OP_OCC_IN_PATH.exec(location)?.[1] : undefined) ?? OP_OCC_IN_PATH.exec(req.url)?.[1];
+  const created = typeof location === 'string' ? location.split('?')[0]?.split('/').pop() : undefined;
+  const target = params.length ? params.join('/') : created;
+  return {
+    who: principal?.name ?? 'anonymous',
+    ...(principal?.project ? { project: principal.project } : {}),
+    action: `${req.method} ${route}`,
+    ...(target ? { target: target.slice(0, 300) } : {}),
+    result: status,
+    ...(opOcc ? { opOccId: decodeURIComponent(opOcc).slice(0, 100) } : {}),
+    requestId: req.id,
+  };
 }
 
 /** Deepest nesting accepted in a request body: far above any SOL structure, far below what JSON.stringify and PostgreSQL can handle. */

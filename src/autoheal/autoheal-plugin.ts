@@ -46,7 +46,16 @@ export function createAutohealPlugin(popts: AutohealPluginOptions = {}): (ctx: A
     const intake = new IntakeQueue({ ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => ctx.config.faultNotification.windowMs, workerId: ctx.config.runner.workerId });
     const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId, intake, singleProcess: ctx.store.kind === 'pglite' });
     for (const r of ['held', 'dropped']) ctx.metrics.healBatches.inc({ result: r }, 0);
-    if (!popts.noMgmtDriver) engine.mgmt.register(createServerNotifierMgmtDriver(popts.serverNotifier));
+    if (!popts.noMgmtDriver) {
+      engine.mgmt.register(
+        createServerNotifierMgmtDriver({
+          // Only registered notifiers, checked against the outbound rules again at each call.
+          notifiers: (ref, vimIds) => ctx.serverNotifiers.resolve(ref, vimIds),
+          ...(popts.serverNotifier ?? {}),
+          fetch: ctx.outbound.fetch(popts.serverNotifier?.fetch),
+        }),
+      );
+    }
     ctx.autoheal = { ledger, batcher, intake, options };
     const onFinished = (vnfInstanceId: string) => batcher.onOpFinished(vnfInstanceId);
     return {

@@ -12,6 +12,7 @@
 import type { Logger } from 'pino';
 import type { VnfmMetrics } from '../core/metrics.ts';
 import { isVnfmError } from '../errors.ts';
+import { auditLogger } from '../logger.ts';
 import type { InstanceService } from '../lcm/instance-service.ts';
 import type { LcmService } from '../lcm/lcm-service.ts';
 import { activeOpOcc } from '../lcm/op-occ-repo.ts';
@@ -62,7 +63,12 @@ export class HealBatcher {
   /** This claim round is the one a long storm lets through: claim only `concurrency` batches. */
   private forcedRound = false;
 
-  constructor(private readonly d: HealBatcherDeps) {}
+  /** The audit log (one line per automatic heal). */
+  private readonly audit: ReturnType<typeof auditLogger>;
+
+  constructor(private readonly d: HealBatcherDeps) {
+    this.audit = auditLogger(d.log);
+  }
 
   /**
    * Starts the periodic sweep (and fires whatever is already due, e.g. after a restart). With an
@@ -287,6 +293,7 @@ export class HealBatcher {
         const op = await this.d.lcm.heal(inst.id, { operation: 'HEAL', scope: 'vnfcs', vnfcInfoIds: keep, includeStorage: false, cause, additionalParams: {} }, { apiVersion: 'v2', params: { vnfcInstanceId: keep, cause }, automatic: true, origin: batchOrigin(b.id) });
         await this.settle(b, log, { status: 'healing', opOccId: op.id, healedVnfcIds: keep, notes: [...notes, note(`heal op occ ${op.id} created for ${keep.length} VNFC(s)`)], notifications: { status: 'healing' }, perNotification });
         log.info({ opOccId: op.id, vnfcs: keep.length }, 'auto-heal started');
+        this.audit.record({ who: 'vnfm', action: 'HEAL (automatic)', target: inst.id, result: 'accepted', opOccId: op.id, batchId: b.id, vnfcs: keep.length });
       } catch (e) {
         if (isVnfmError(e, 'VNFM_ERR_INST_BUSY')) {
           const active = await activeOpOcc(this.d.ledger.db as never, inst.id).catch(() => undefined);

@@ -90,6 +90,54 @@ program
     process.on('SIGTERM', () => void stop('SIGTERM'));
   });
 
+const key = program.command('key').description('the master key of the secrets at rest (docs/security.md, "Key rotation")');
+for (const [name, prune, description] of [
+  ['rotate', false, 'new master key: written first in the key file (old keys kept to open), every sealed value re-sealed with it'],
+  ['prune', true, 'finish a rotation: re-seal what an old key still seals, then drop the old keys from the key file'],
+] as const) {
+  key
+    .command(name)
+    .description(description)
+    .option('-c, --config <file>', 'config file (JSON or YAML)')
+    .option('--data-dir <dir>', 'embedded database directory')
+    .option('--database-url <url>', 'PostgreSQL URL')
+    .option('--secret-key-file <file>', 'key file (default <data-dir>/secret.key)')
+    .action(async (o: Record<string, string | undefined>) => {
+      const flags: ConfigInput = { sim: false };
+      if (o.dataDir) flags.dataDir = o.dataDir;
+      if (o.databaseUrl) flags.databaseUrl = o.databaseUrl;
+      if (o.secretKeyFile) flags.secretKeyFile = o.secretKeyFile;
+      let config: ReturnType<typeof resolveConfig>;
+      try {
+        config = resolveConfig({ file: o.config, env: process.env, flags });
+      } catch (e) {
+        if (e instanceof ConfigError) {
+          console.error(`configuration error: ${e.message}`);
+          process.exit(2);
+        }
+        throw e;
+      }
+      const { rotateKey } = await import('../main/key-rotation.ts');
+      try {
+        const r = await rotateKey(config, { prune });
+        const n = Object.values(r.report.resealed).reduce((a, b) => a + b, 0);
+        console.log(`${name === 'rotate' ? 'rotated' : 'pruned'}: ${n} sealed value(s) re-sealed with key ${r.currentKeyId}${r.keyFile ? `; key file ${r.keyFile} holds ${r.keyIds.join(', ')}` : ''}`);
+        for (const [k, v] of Object.entries(r.report.resealed)) console.log(`  ${k}: ${v}`);
+        if (r.report.contended > 0) {
+          console.error('some rows changed during every pass; run the command again');
+          process.exit(1);
+        }
+      } catch (e) {
+        if (e instanceof DataDirLockedError) {
+          console.error(`cannot ${name}: ${e.message} (stop the VNFM first: the embedded database is single-process)`);
+          process.exit(3);
+        }
+        console.error(`cannot ${name}: ${(e as Error).message}`);
+        process.exit(1);
+      }
+    });
+}
+
 program
   .command('csar <dir> <out>')
   .description('build a VNF package (CSAR zip) from a package folder such as samples/vm-basic')

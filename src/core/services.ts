@@ -16,6 +16,8 @@ import type { PackageService } from '../packages/package-service.ts';
 import type { Store } from '../store/db.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 import type { VimRegistry } from '../vims/vim-registry.ts';
+import type { ServerNotifierRegistry } from '../vims/server-notifiers.ts';
+import type { OutboundGuard } from '../net/outbound.ts';
 import type { VnfmMetrics } from './metrics.ts';
 
 /** Services shared by the modules and the API routes. Optional members are set by the module that owns them. */
@@ -29,6 +31,10 @@ export interface Services {
   packages: PackageService;
   vims: VimRegistry;
   instances: InstanceService;
+  /** Outbound request rules (callbacks, NFVO, Server Notifiers). */
+  outbound: OutboundGuard;
+  /** Server Notifier endpoints registered by an admin. */
+  serverNotifiers: ServerNotifierRegistry;
   /** The LCM engine, set by the engine module at start-up (its routes: src/api/vnflcm/lcm-routes.ts). */
   engine?: Engine;
   /** The drift sync, set by the sync module (its route: src/api/vnflcm/sync-routes.ts). */

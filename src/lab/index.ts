@@ -12,14 +12,16 @@ import { fileURLToPath } from 'node:url';
 import { type KubernetesSim, KUBERNETES_STATE_NAME, startKubernetesSim } from '../sim/kubernetes/index.ts';
 import type { OpenStackSim } from '../sim/openstack/index.ts';
 import { ensureUser, installSudoers, loadSecrets, removeSudoers, SUDOERS_FILE } from './access.ts';
-import { parseLabCidr } from './addresses.ts';
+import { intToIp, ipToInt, parseLabCidr } from './addresses.ts';
 import { Fleet, type LabLogger } from './hosts.ts';
+import { NodePortProxy } from './nodeports.ts';
 import { Provisioner } from './provisioner.ts';
 import { run } from './sh.ts';
 
 export { compareIps, LAB_BRIDGE, LAB_PREFIX, namespaceOf, parseLabCidr, vethOf } from './addresses.ts';
 export { Fleet, type FleetOptions, type HostInfo, type LabLogger, labAddress } from './hosts.ts';
 export { acquireLabLock, LabBusyError } from './lock.ts';
+export { type NodePortListener, NodePortProxy, type NodePortProxyOptions } from './nodeports.ts';
 export { type LabCloud, type LabNodes, Provisioner, type ProvisionerOptions } from './provisioner.ts';
 export { SUDOERS_FILE } from './access.ts';
 
@@ -78,7 +80,7 @@ export function defaultBinDir(): string {
 /** Options of {@link startLab}. */
 export interface LabOptions {
   /** The running simulated OpenStack (in this process). */
-  openstack: Pick<OpenStackSim, 'onServerLifecycle' | 'serverViews' | 'ensureNetwork'>;
+  openstack: Pick<OpenStackSim, 'onServerLifecycle' | 'serverViews' | 'ensureNetwork' | 'ensureServer'>;
   /** The VNFM's data directory: the lab keeps its files in `<dataDir>/lab`; `memory://...` = a temporary directory. */
   dataDir: string;
   /** @default '10.87.0.0/24' */
@@ -95,6 +97,12 @@ export interface LabOptions {
   podEvictionTimeoutMs?: number;
   /** How long to wait for another lab on this machine to stop. @default 0 */
   waitForLockMs?: number;
+  /**
+   * Boot the operator's service hosts (an external load balancer `hvlab-lb` and an Ansible server
+   * `hvlab-ansible`) as stand-alone servers of the simulated Nova on the lab network, at the top of
+   * the allocation pool (see {@link serviceHostAddresses}). @default false (`vnfm start --lab`: true)
+   */
+  serviceHosts?: boolean;
   /** `HVLAB_BIN`. @default {@link defaultBinDir} */
   binDir?: string;
   logger?: LabLogger;
@@ -114,10 +122,21 @@ export interface Lab {
   readonly labDir: string;
   /** `<labDir>/credentials.json` (generated password, Kubernetes token), when the data directory is on disk. */
   readonly credentialsFile: string | undefined;
+  /**
+   * The operator's service hosts (their IPs), when started with `serviceHosts`: the external load
+   * balancer VM and the Ansible server VM. Servers of the cloud outside any stack, so VNF
+   * operations never touch them; undefined without `serviceHosts`.
+   */
+  readonly serviceHosts: { lb: string; ansible: string } | undefined;
   /** The lab's own Kubernetes (zero nodes at first; the hosts' stand-ins register theirs). */
   readonly kubernetes: { url: string; token: string; caCert: string; caFile: string; sim: KubernetesSim };
   readonly fleet: Fleet;
   readonly provisioner: Provisioner;
+  /**
+   * The stand-in kube-proxy: every node port of every NodePort Service answers on the hosts whose
+   * Node is Ready (see nodeports.ts); undefined when the machine has no socat.
+   */
+  readonly nodePorts: NodePortProxy | undefined;
   /** Resolves when the hosts are in line with the cloud (no reconcile running or pending). */
   settled(): Promise<void>;
   /** "The VM died" behind the cloud's back: processes killed, Node failed, VIPs moved (see {@link Provisioner.killHost}). */
@@ -129,6 +148,20 @@ export interface Lab {
 }
 
 const silent: LabLogger = { info: () => {}, warn: () => {}, error: () => {}, debug: () => {} };
+
+/** Names of the service hosts' servers in the simulated Nova. */
+export const SERVICE_HOST_NAMES = { lb: 'hvlab-lb', ansible: 'hvlab-ansible' } as const;
+
+/**
+ * The fixed addresses of the service hosts in a lab subnet: the load balancer at the top of the
+ * allocation pool (`.250` of a /24), the Ansible server just below it (`.249`). Stacks get their
+ * addresses from the bottom of the pool, so they do not meet.
+ */
+export function serviceHostAddresses(cidr: string): { lb: string; ansible: string } {
+  const subnet = parseLabCidr(cidr);
+  const top = ipToInt(subnet.pool.end);
+  return { lb: intToIp(top), ansible: intToIp(top - 1) };
+}
 
 /**
  * Starts the lab after the simulated cloud: checks the machine, takes the machine's lab lock,
@@ -193,11 +226,30 @@ export async function startLab(o: LabOptions): Promise<Lab> {
     } catch (e) {
       throw new Error(`the lab network: ${(e as Error).message} (start the simulated cloud empty with --reset-sim, or name another lab.network)`);
     }
+    let serviceHosts: { lb: string; ansible: string } | undefined;
+    if (o.serviceHosts === true) {
+      serviceHosts = serviceHostAddresses(subnet.cidr);
+      for (const role of ['lb', 'ansible'] as const) {
+        const name = SERVICE_HOST_NAMES[role];
+        try {
+          const r = o.openstack.ensureServer({ name, networkId: net.networkId, fixedIp: serviceHosts[role], metadata: { 'hvlab.service': role } });
+          log.info({ name, ip: serviceHosts[role], server: r.serverId, created: r.created }, 'lab: service host server');
+        } catch (e) {
+          throw new Error(`the lab's service host ${name} (${serviceHosts[role]}): ${(e as Error).message}`);
+        }
+      }
+    }
     const provisioner = new Provisioner({ cloud: o.openstack, fleet, networkId: net.networkId, nodes: k8s, podEvictionTimeoutMs: o.podEvictionTimeoutMs ?? 300_000, logger: log });
     undo.push(() => provisioner.stop());
     await provisioner.start();
+    let nodePorts: NodePortProxy | undefined;
+    if (NodePortProxy.available()) {
+      nodePorts = new NodePortProxy({ fleet, kube: { httpUrl: k8s.httpUrl, token: k8s.token }, logger: log });
+      undo.push(() => nodePorts?.stop());
+      await nodePorts.start();
+    } else log.warn({}, 'lab: no /usr/bin/socat (Debian package socat): node ports of Services do not answer on the hosts');
     log.info(
-      { bridge: subnet.gatewayIp, cidr: subnet.cidr, network: networkName, user, hosts: fleet.list().map((h) => h.ip), kubernetes: k8s.url, labDir, credentialsFile: credentialsFile ?? null, sudoers: SUDOERS_FILE },
+      { bridge: subnet.gatewayIp, cidr: subnet.cidr, network: networkName, user, serviceHosts: serviceHosts ?? null, hosts: fleet.list().map((h) => h.ip), kubernetes: k8s.url, labDir, credentialsFile: credentialsFile ?? null, sudoers: SUDOERS_FILE },
       'lab started',
     );
     let closing: Promise<void> | undefined;
@@ -208,9 +260,11 @@ export async function startLab(o: LabOptions): Promise<Lab> {
       credentials: { user, password: secrets.password },
       labDir,
       credentialsFile,
+      serviceHosts,
       kubernetes: { url: k8s.url, token: k8s.token, caCert: k8s.caCert, caFile, sim: k8s },
       fleet,
       provisioner,
+      nodePorts,
       settled: () => provisioner.settled(),
       killHost: (ip) => provisioner.killHost(ip),
       startHost: (ip) => provisioner.startHost(ip),

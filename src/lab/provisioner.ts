@@ -94,7 +94,17 @@ export class Provisioner {
 
   /** Subscribes to the cloud and reconciles once (resolves after that first reconcile). */
   async start(): Promise<void> {
-    for (const h of this.o.fleet.list()) for (const a of h.extraAddresses) this.held.set(a, h.ip);
+    // Hosts adopted from a killed lab: the VIPs they hold stay theirs, and count as placed before
+    // (a later move goes to the longest-running host, not to the lowest IP, which may be a new VM
+    // without HAProxy); the adopted hosts count as running since now, before any host made later.
+    const now = Date.now();
+    for (const h of this.o.fleet.list()) {
+      if (h.running) this.upSince.set(h.ip, { generation: h.generation, at: now });
+      for (const a of h.extraAddresses) {
+        this.held.set(a, h.ip);
+        this.everHeld.add(a);
+      }
+    }
     this.unsubscribe = this.o.cloud.onServerLifecycle((ev) => {
       if (ev.cause === 'reboot' && ev.server) this.reboots.add(ev.server.id);
       // A deleted server's machine stops now, not at the next reconcile: its address may be given

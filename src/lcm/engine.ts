@@ -2,16 +2,19 @@
  * Wires the LCM engine into a VNFM: driver registry, management drivers, grant client, request
  * service, executor and runner. Its routes (src/api/vnflcm/lcm-routes.ts) are served from `ctx.engine`.
  */
+import { readFileSync } from 'node:fs';
 import type { PluginHooks } from '../core/plugin.ts';
 import type { AppContext } from '../core/services.ts';
 import { InfraDriverRegistry } from '../infra/infra-driver.ts';
 import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
 import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
+import { createNodePortLbDriver } from '../mgmt/drivers/cnf-nodeport-lb/index.ts';
 import { createKubeadmDriver, driverConfig as kubeadmConfig } from '../mgmt/drivers/k8s-kubeadm/index.ts';
 import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { ConfigError } from '../config.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
+import { tlsFetch } from '../net/tls-fetch.ts';
 import { Executor } from './executor.ts';
 import { LcmService } from './lcm-service.ts';
 import { MgmtStore } from './mgmt-context.ts';
@@ -46,12 +49,13 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
     throw new ConfigError((e as Error).message);
   }
   mgmt.register(createKubeadmDriver());
+  mgmt.register(createNodePortLbDriver());
   mgmt.register(new ScriptMgmtDriver());
-  const grants = createGrantClient(ctx.config);
+  const grants = createGrantClient(ctx.config, ctx.outbound.fetch(ctx.config.grants.caFile ? tlsFetch({ ca: readFileSync(ctx.config.grants.caFile, 'utf8') }) : undefined));
   const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);
   let runner: Runner | undefined;
   const states = new OpOccStates({ notifier: ctx.notifier, metrics: ctx.metrics, instance: (id, tx) => ctx.instances.get(id, tx) });
-  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore });
+  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore, serverNotifiers: ctx.serverNotifiers });
   const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, states, instances: ctx.instances, packages: ctx.packages, drivers, mgmt, mgmtStore, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
   ctx.engine = { lcm, runner, drivers, mgmt, grants, states };

@@ -156,6 +156,7 @@ export class Executor {
   private readonly leases = new WeakMap<OpCtx, OpLease>();
   /** Executions whose op reached its final state (the lease is given back: no more writes). */
   private readonly finished = new WeakSet<OpCtx>();
+  private readonly saving = new Map<string, Promise<void>>();
 
   constructor(private readonly d: ExecutorDeps) {}
 
@@ -239,8 +240,20 @@ export class Executor {
     return FORWARD_STEPS.find((x) => !ctx.done.includes(x)) ?? 'finalize';
   }
 
-  private async save(_opId: string, ctx: OpCtx): Promise<void> {
-    await this.lease(ctx).write({ ctx: json(ctx) });
+  /**
+   * Writes the op's checkpoint. Writes of one op are serialised and each serialises the context
+   * when it runs, so concurrent driver steps (journaled in parallel) never let an older snapshot
+   * land after a newer one.
+   */
+  private save(opId: string, ctx: OpCtx): Promise<void> {
+    const prior = this.saving.get(opId) ?? Promise.resolve();
+    const next = prior.catch(() => undefined).then(() => this.lease(ctx).write({ ctx: json(ctx) }));
+    const tail = next.catch(() => undefined);
+    this.saving.set(opId, tail);
+    void tail.then(() => {
+      if (this.saving.get(opId) === tail) this.saving.delete(opId);
+    });
+    return next;
   }
 
   private async step(opId: string, ctx: OpCtx, name: string, log: Logger, fn: () => Promise<void | 'skipped'>, needed: () => boolean = () => true, resumable: () => boolean = () => false): Promise<void> {
@@ -413,6 +426,11 @@ export class Executor {
     else w.timer = setTimeout(flush, wait);
   }
 
+  /** The op's stored Grant with its sealed values opened. */
+  private grantOf(op: OpOccRecord): Record<string, unknown> | null {
+    return op.grant ? this.d.mgmtStore.unseal(op.grant) : op.grant;
+  }
+
   private async hook(op: OpOccRecord, ctx: OpCtx, hook: HookName, all: Loaded, grant: Record<string, unknown> | null, log: Logger, previous?: VnfInstanceRecord): Promise<void | 'skipped'> {
     const mctx = this.mgmtContext(op, ctx, hook, all, grant, log, previous);
     if (!this.d.mgmt.applies(mctx)) return 'skipped';
@@ -466,7 +484,8 @@ export class Executor {
     const all = await this.loadAll(op, ctx);
     const { handler } = all;
     await this.plan(ctx, all);
-    let grant = op.grant;
+    // Stored sealed (VIM credentials an NFVO may grant); drivers get it in clear.
+    let grant = this.grantOf(op);
     if (op.operationState === 'STARTING' || !ctx.done.includes('grant')) {
       await this.step(op.id, ctx, 'grant', log, async () => {
         const gr = this.grantRequest(op, ctx, all);
@@ -478,7 +497,7 @@ export class Executor {
         }
         const lease = this.lease(ctx);
         await this.d.db.transaction().execute(async (tx) => {
-          const set = { grant_request: json(gr), grant: json(grant), grant_id: (grant?.id as string) ?? null };
+          const set = { grant_request: json(gr), grant: json(grant ? this.d.mgmtStore.sealGrant(grant) : grant), grant_id: (grant?.id as string) ?? null };
           if (op.operationState !== 'STARTING') {
             await lease.write(set, tx);
             return;
@@ -617,17 +636,17 @@ export class Executor {
       delete ctx.current;
       await this.save(op.id, ctx);
     };
-    await rstep('mgmt-start', () => this.hook(op, ctx, `${hook}_rollback_start` as HookName, all, op.grant, log));
+    await rstep('mgmt-start', () => this.hook(op, ctx, `${hook}_rollback_start` as HookName, all, this.grantOf(op), log));
     await rstep('infra', async () => {
-      const ictx = this.infraContext(op, ctx, all, op.grant, log);
+      const ictx = this.infraContext(op, ctx, all, this.grantOf(op), log);
       await this.lease(ctx).confirm();
       await rb.infra(drv, ictx, this.runInput(ctx, all));
     });
-    await rstep('mgmt-end', () => this.hook(op, ctx, `${hook}_rollback_end` as HookName, all, op.grant, log));
+    await rstep('mgmt-end', () => this.hook(op, ctx, `${hook}_rollback_end` as HookName, all, this.grantOf(op), log));
     const after = rb.planAfter(this.runInput(ctx, all));
     ctx.targetScaleLevels = after.targetScaleLevels;
     ctx.targetVduCounts = after.targetVduCounts;
-    const observed = rb.observes ? await this.observe(drv, this.infraContext(op, ctx, all, op.grant, log), ctx) : NOTHING;
+    const observed = rb.observes ? await this.observe(drv, this.infraContext(op, ctx, all, this.grantOf(op), log), ctx) : NOTHING;
     await this.complete(op, ctx, all, observed, log, 'ROLLED_BACK', rb.instantiatedAfter);
   }
 

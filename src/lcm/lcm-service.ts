@@ -54,7 +54,7 @@ export class LcmService {
     /** The infra driver of a VIM type (undefined: not supported); without it every type is accepted. */
     private readonly driverOf?: (vimType: string) => InfraDriver | undefined,
     /** Management drivers (request validation at acceptance) and the sealing of request secrets. */
-    private readonly mgmt?: { mgmt: MgmtRunner; mgmtStore: MgmtStore },
+    private readonly mgmt?: { mgmt: MgmtRunner; mgmtStore: MgmtStore; serverNotifiers?: { resolve(ref: { id?: string; uri?: string }, vimIds: readonly string[]): Promise<unknown> } },
   ) {}
 
   private hasDriver(vimType: string): boolean {
@@ -136,6 +136,7 @@ export class LcmService {
       for (const c of inUse) {
         if (!this.hasDriver(c.vimType)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimType ${c.vimType} is not supported; supported: ETSINFV.OPENSTACK_KEYSTONE.V_3, ETSINFV.KUBERNETES.V_1`);
       }
+      await this.checkServerNotifier(command, inUse);
       // The driver decides now whether the request deploys anything (e.g. a CNF whose
       // lcm-kubernetes-def-files name no VDU's workload: 422 instead of a FAILED_TEMP later).
       const first = inUse[0];
@@ -148,6 +149,21 @@ export class LcmService {
       const sealed = await this.instances.sealConnections(conns);
       return { vim_connection_info: json(sealed.info), vim_secrets: sealed.secrets };
     });
+  }
+
+  /**
+   * A Server Notifier named by the request (`ServerNotifierUri` / `ServerNotifierId`) must be one an
+   * admin registered for the VIM the instance is deployed on: otherwise 422, and nothing is sent.
+   */
+  private async checkServerNotifier(command: InstantiateCommand, inUse: VimConnection[]): Promise<void> {
+    const ap = command.additionalParams ?? {};
+    const uri = ap.ServerNotifierUri;
+    const id = ap.ServerNotifierId;
+    if ((uri === undefined || uri === null || uri === '') && (id === undefined || id === null || id === '')) return;
+    if ((uri !== undefined && typeof uri !== 'string') || (id !== undefined && typeof id !== 'string')) throw vnfmError('VNFM_ERR_INST_INVALID', 'additionalParams.ServerNotifierUri and ServerNotifierId must be strings');
+    if (!this.mgmt?.serverNotifiers) throw vnfmError('VNFM_ERR_INST_INVALID', 'this VNFM has no Server Notifier registrations; ServerNotifierUri cannot be used');
+    const vimIds = inUse.map((c) => c.vimId).filter((v): v is string => typeof v === 'string' && v !== '');
+    await this.mgmt.serverNotifiers.resolve({ ...(typeof id === 'string' && id !== '' ? { id } : {}), ...(typeof uri === 'string' && uri !== '' ? { uri } : {}) }, vimIds);
   }
 
   /** TerminateVnfRequest. */

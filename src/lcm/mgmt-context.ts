@@ -13,7 +13,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { vnfmError } from '../errors.ts';
 import type { MgmtInstanceState, MgmtTarget, MgmtVims } from '../mgmt/mgmt-driver.ts';
 import type { LcmCommand } from '../model/lcm-command.ts';
-import { sealParams, unsealParams } from '../model/sealed-params.ts';
+import { isGrantSecretKey, sealParams, unsealParams } from '../model/sealed-params.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
 import { mergePatch } from '../packages/package-service.ts';
 import type { SecretBox } from '../store/secret-box.ts';
@@ -97,6 +97,11 @@ export class MgmtStore {
   /** Seals the secret values of a parameter tree. */
   seal<T>(tree: T): T {
     return sealParams(tree, (v) => this.box.seal(v));
+  }
+
+  /** Seals an NFVO's Grant for storage: its VIM credentials (`accessInfo`) and secret-named values. */
+  sealGrant<T>(grant: T): T {
+    return sealParams(grant, (v) => this.box.seal(v), isGrantSecretKey);
   }
 
   /** Instance-scoped state of one driver. */

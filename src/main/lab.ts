@@ -19,6 +19,8 @@ export interface LabInfo {
   user: string;
   kubernetesUrl: string;
   labDir: string;
+  /** The operator's service hosts (IPs of the external load balancer and the Ansible server), when `lab.serviceHosts`. */
+  serviceHosts?: { lb: string; ansible: string };
   /** `<dataDir>/lab/credentials.json` (the generated password), when the data directory is on disk. */
   credentialsFile?: string;
 }
@@ -51,6 +53,7 @@ export async function startLabFor(config: VnfmConfig, openstack: unknown, log: L
       kubernetesPort: l.kubernetesPort,
       podEvictionTimeoutMs: l.podEvictionTimeoutMs,
       waitForLockMs: l.waitForLockMs,
+      serviceHosts: l.serviceHosts,
       logger: log,
     });
     return {
@@ -61,6 +64,7 @@ export async function startLabFor(config: VnfmConfig, openstack: unknown, log: L
         user: lab.credentials.user,
         kubernetesUrl: lab.kubernetes.url,
         labDir: lab.labDir,
+        ...(lab.serviceHosts ? { serviceHosts: lab.serviceHosts } : {}),
         ...(lab.credentialsFile ? { credentialsFile: lab.credentialsFile } : {}),
       },
       close: () => lab.close(),

@@ -4,8 +4,9 @@
  * app over the services, starts the workers, and (unless disabled) the simulated cloud. The only
  * place that knows every module; nothing but the CLI (and tests) imports it.
  */
+import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { type VnfmConfig, authModes } from '../config.ts';
+import { ConfigError, type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
 import { VnfmMetrics } from '../core/metrics.ts';
 import type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
@@ -22,8 +23,11 @@ import { setupNotifications } from '../notify/setup.ts';
 import { cleanupStaleHookDirs } from '../mgmt/script-runner.ts';
 import { PackageService } from '../packages/package-service.ts';
 import { type Store, openStore } from '../store/db.ts';
-import { SecretBox, loadOrCreateKey } from '../store/secret-box.ts';
+import { openSecretBox } from '../store/secret-box.ts';
+import { restrictUmask, secureDataDir } from '../store/data-dir-perms.ts';
 import { VimRegistry } from '../vims/vim-registry.ts';
+import { ServerNotifierRegistry } from '../vims/server-notifiers.ts';
+import { OutboundGuard } from '../net/outbound.ts';
 
 export type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
 
@@ -55,13 +59,32 @@ export interface StartOptions {
 
 /** Builds the services over an open store. */
 export function buildContext(config: VnfmConfig, store: Store, log: Logger): AppContext {
-  const box = new SecretBox(loadOrCreateKey(config.secretKey, config.databaseUrl ? undefined : config.dataDir));
+  const box = openSecretBox({ configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir });
   const metrics = new VnfmMetrics({ defaultMetrics: true });
   const notifier = new Notifier(() => config.publicUrl);
   const vims = new VimRegistry(store.db, box);
   const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }), config.packages);
   const instances = new InstanceService(store.db, notifier, vims, box, log);
-  return { config, store, log, box, metrics, notifier, vims, packages, instances, lcmRoutes: [], extraRoutes: [] };
+  const outbound = new OutboundGuard(config.outbound, () => ({ host: config.host, port: config.port || Number(new URL(config.publicUrl).port) }));
+  const serverNotifiers = new ServerNotifierRegistry(store.db, (u) => outbound.check(u));
+  return { config, store, log, box, metrics, notifier, vims, packages, instances, outbound, serverNotifiers, lcmRoutes: [], extraRoutes: [] };
+}
+
+/**
+ * The NFVO's grant and token URLs against the outbound rules: a URL into a denied range stops the
+ * start (a configuration error); one that does not resolve now is only logged (it is checked
+ * again at each request).
+ */
+async function checkNfvoUrls(config: VnfmConfig, log: Logger): Promise<void> {
+  if (config.grants.mode !== 'external') return;
+  const guard = new OutboundGuard(config.outbound, () => ({ host: config.host, port: config.port }));
+  for (const [what, url] of [['grants.endpoint', config.grants.endpoint], ['grants.tokenEndpoint', config.grants.tokenEndpoint]] as const) {
+    if (!url) continue;
+    const why = await guard.check(url);
+    if (!why) continue;
+    if (/does not resolve/.test(why)) log.warn({ setting: what, reason: why }, 'NFVO URL does not resolve now; it is checked again at each request');
+    else throw new ConfigError(`${what} is refused by the outbound rules: ${why} (allow it with outbound.allow)`);
+  }
 }
 
 /** Names of the optional built-in modules. */
@@ -87,6 +110,18 @@ function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
 export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Promise<Vnfm> {
   const log = opts.logger ?? createLogger(config.logLevel);
   const t0 = Date.now();
+  // The data directory is ours to create with the embedded database; with PostgreSQL only when it exists (simulated cloud state).
+  const onDisk = !config.dataDir.startsWith('memory://') && (!config.databaseUrl || existsSync(config.dataDir));
+  const dataDirSkip = config.lab.enabled ? ['lab'] : [];
+  if (onDisk) {
+    // The data directory and everything in it private to the VNFM's user (the embedded database
+    // would create its files world-writable). The live-VM lab's host trees (`lab/`) are read by
+    // other users: a VNFM with the lab keeps the default umask and leaves them alone.
+    if (!config.lab.enabled) restrictUmask();
+    const fixed = secureDataDir(config.dataDir, dataDirSkip);
+    if (fixed > 0) log.warn({ dataDir: config.dataDir, entries: fixed }, 'data directory entries were accessible to other users; made private');
+  }
+  await checkNfvoUrls(config, log);
   const store =
     opts.store ??
     (await openStore({
@@ -97,6 +132,17 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     }));
   const ctx = buildContext(config, store, log);
   const closers: (() => Promise<void>)[] = [];
+  // The embedded database sets its files' modes itself (0666, whatever the umask): they are made
+  // private again every minute while it runs (its directories are 0700, so nobody else reaches
+  // them meanwhile) and once more after it closed.
+  const fixPerms = (): void => {
+    try {
+      secureDataDir(config.dataDir, dataDirSkip);
+    } catch (e) {
+      log.warn({ err: (e as Error).message }, 'could not make the data directory private');
+    }
+  };
+  const permTimer = onDisk ? setInterval(fixPerms, 60_000).unref() : undefined;
   const hooks: PluginHooks[] = [];
   for (const p of [...builtinPlugins(opts.without), ...(opts.plugins ?? [])]) {
     const h = p(ctx);
@@ -119,6 +165,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     try {
       liveness = await startLivenessServer(config, log);
     } catch (e) {
+      clearInterval(permTimer);
       await app.close();
       ctx.packages.stopWorkers();
       if (!opts.store) await store.close();
@@ -146,6 +193,10 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
       ctx.packages.stopWorkers();
       await ctx.packages.idle();
       if (!opts.store) await store.close();
+      if (permTimer) {
+        clearInterval(permTimer);
+        fixPerms();
+      }
     },
   };
 }

@@ -20,6 +20,9 @@ import { type LabInfo, startLabFor } from './lab.ts';
 /** Names under which the simulated VIMs are registered. */
 export const SIM_VIM_NAMES = { openstack: 'sim-openstack', kubernetes: 'sim-kubernetes' } as const;
 
+/** Name under which the simulated Server Notifier is registered. */
+export const SIM_NOTIFIER_NAME = 'sim-server-notifier';
+
 /** What is running, for the banner and for tests. */
 export interface SimCloud {
   openstackUrl: string;
@@ -113,6 +116,21 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
         auth_cred: { bearer_token: k8s.token, ssl_ca_cert: k8s.caCert },
         vim_project: { name: 'default' },
       });
+      // The simulated cloud runs on this host: its endpoints are trusted outbound destinations, and
+      // its Server Notifier is registered for the simulated OpenStack VIM (the one a VIM token may go to).
+      ctx.outbound.trustOrigin(notifier.url);
+      const simVim = (await ctx.vims.list()).find((v) => v.name === SIM_VIM_NAMES.openstack);
+      if (simVim) {
+        // The registration named SIM_NOTIFIER_NAME is the simulated cloud's own: replaced when the
+        // notifier's URL (a port chosen at start) or the simulated VIM changed.
+        const uri = notifier.url.replace(/\/+$/, '');
+        const all = await ctx.serverNotifiers.list();
+        if (!all.some((n) => n.uri === uri && n.vimId === simVim.id)) {
+          const ours = all.find((n) => n.name === SIM_NOTIFIER_NAME);
+          if (ours) await ctx.serverNotifiers.delete(ours.id);
+          await ctx.serverNotifiers.register({ name: SIM_NOTIFIER_NAME, uri, vimId: simVim.id, description: 'simulated Server Notifier of the simulated OpenStack' });
+        }
+      }
       const restored = os.restored || k8s.restored || notifier.restored;
       ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url, ...(stateDir ? { stateDir, restored } : {}) };
       if (ctx.config.lab.enabled) {

@@ -12,16 +12,22 @@
  * included); each output stream keeps at most `mgmt.scriptOutputMaxBytes` (the tail). Hooks claimed
  * by a built-in driver (MgmtDriver.claims) are not run as scripts.
  *
+ * A VNFM running as root runs scripts as `mgmt.scriptUser` (default `nobody`; its primary group,
+ * no supplementary groups), owner of the script's temp dir: such a script cannot read the data
+ * directory (0700), the key file (0600) or the VNFM's `/proc/<pid>/environ` (another user's). A
+ * VNFM not running as root cannot switch users: its scripts run as itself (docs/security.md).
+ *
  * Temp dirs are named `vnfm-hook-<pid>-<random>` (the pid of the VNFM that made them), so
  * {@link cleanupStaleHookDirs} can remove at start-up the ones a killed VNFM left behind, and only
  * those: the owner pid is dead, or it is this very pid but the dir is older than this process (a
  * restarted container reuses pids).
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { terminalError, vnfmError } from '../errors.ts';
+import { withoutAccessInfo } from '../model/sealed-params.ts';
 import type { MgmtContext, MgmtDriver, MgmtResult } from './mgmt-driver.ts';
 
 /** Prefix of hook temp dirs under the OS temp dir; followed by `<pid>-<random>`. */
@@ -97,9 +103,12 @@ export class ScriptMgmtDriver implements MgmtDriver {
         mkdirSync(dirname(target), { recursive: true });
         writeFileSync(target, data, { mode: p === hook.file ? 0o755 : 0o644 });
       }
+      const runAs = scriptIdentity(ctx.config.mgmt?.scriptUser ?? null);
+      if (runAs) chownTree(dir, runAs.uid, runAs.gid);
       const script = join(dir, hook.file);
       const [cmd, args] = hook.file.endsWith('.py') ? ['python3', [script]] : [script, []];
-      const input = JSON.stringify({ hook: ctx.hook, operation: ctx.opOcc.operation, request: ctx.request, vnfInstance: ctx.instance, grantRequest: ctx.grantRequest, grant: ctx.grant, packageDir: dir });
+      // Only what the hook needs: no VIM credentials (a grant's accessInfo) reach a package script.
+      const input = JSON.stringify({ hook: ctx.hook, operation: ctx.opOcc.operation, request: ctx.request, vnfInstance: ctx.instance, grantRequest: ctx.grantRequest, grant: ctx.grant ? withoutAccessInfo(ctx.grant) : ctx.grant, packageDir: dir });
       const m = ctx.config.mgmt;
       const env = scrubbedEnv(dir, { VNFM_HOOK: ctx.hook, VNFM_OPERATION: ctx.opOcc.operation });
       const { code, stdout, stderr } = await runProcess(cmd, args as string[], dir, input, {
@@ -107,6 +116,7 @@ export class ScriptMgmtDriver implements MgmtDriver {
         killGraceMs: this.limits.killGraceMs ?? m?.scriptKillGraceMs ?? KILL_GRACE_MS,
         outputMaxBytes: this.limits.outputMaxBytes ?? m?.scriptOutputMaxBytes ?? DEFAULT_OUTPUT_MAX_BYTES,
         env,
+        ...(runAs ? { uid: runAs.uid, gid: runAs.gid } : {}),
         ...(ctx.signal ? { signal: ctx.signal } : {}),
       });
       if (code !== 0) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${ctx.hook} failed (exit ${code}): ${stderr.trim().slice(-2000) || 'no error output'}`);
@@ -137,6 +147,41 @@ export function scrubbedEnv(dir: string, extra: Record<string, string> = {}): Re
   return { ...env, ...extra };
 }
 
+/**
+ * The user and group a script runs as: `user`'s (from /etc/passwd) when the VNFM runs as root and
+ * a user is configured; undefined (the VNFM's own) otherwise. An unknown user fails the hook.
+ */
+export function scriptIdentity(user: string | null): { uid: number; gid: number } | undefined {
+  if (user === null || typeof process.getuid !== 'function' || process.getuid() !== 0) return undefined;
+  let passwd = '';
+  try {
+    passwd = readFileSync('/etc/passwd', 'utf8');
+  } catch {
+    // no passwd file: refused below
+  }
+  for (const line of passwd.split('\n')) {
+    const f = line.split(':');
+    if (f[0] === user && f.length >= 4) {
+      const uid = Number(f[2]);
+      const gid = Number(f[3]);
+      if (Number.isInteger(uid) && Number.isInteger(gid)) {
+        if (uid === 0) throw vnfmError('VNFM_ERR_MGMT_FAILED', `mgmt.scriptUser ${user} is root; hook scripts are not run as root`);
+        return { uid, gid };
+      }
+    }
+  }
+  throw vnfmError('VNFM_ERR_MGMT_FAILED', `mgmt.scriptUser ${user} is not a local user; hook scripts are not run (create it, or set mgmt.scriptUser)`);
+}
+
+function chownTree(dir: string, uid: number, gid: number): void {
+  chownSync(dir, uid, gid);
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    const p = join(dir, e.name);
+    if (e.isDirectory()) chownTree(p, uid, gid);
+    else chownSync(p, uid, gid);
+  }
+}
+
 /** Keeps the last `max` bytes written. */
 class Tail {
   private chunks: Buffer[] = [];
@@ -165,6 +210,9 @@ class Tail {
 }
 
 interface RunLimits {
+  /** Run as this user and group (the VNFM runs as root). */
+  uid?: number;
+  gid?: number;
   timeoutMs: number;
   killGraceMs: number;
   outputMaxBytes: number;
@@ -195,7 +243,7 @@ function runProcess(cmd: string, args: string[], cwd: string, input: string, o: 
       reject(terminalError('VNFM_ERR_LCM_INTERRUPTED', 'hook script not started: the operation was stopped'));
       return;
     }
-    const child = spawn(cmd, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: o.env, detached: true });
+    const child = spawn(cmd, args, { cwd, stdio: ['pipe', 'pipe', 'pipe'], env: o.env, detached: true, ...(o.uid !== undefined ? { uid: o.uid } : {}), ...(o.gid !== undefined ? { gid: o.gid } : {}) });
     const out = new Tail(o.outputMaxBytes);
     const err = new Tail(o.outputMaxBytes);
     let killTimer: NodeJS.Timeout | undefined;

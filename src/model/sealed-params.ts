@@ -22,21 +22,40 @@ export function isSecretKey(key: string): boolean {
 
 type Tree = unknown;
 
-function mapTree(v: Tree, leaf: (key: string, value: unknown) => unknown, key = ''): unknown {
-  if (Array.isArray(v)) return v.map((x) => mapTree(x, leaf, key));
+function mapTree(v: Tree, leaf: (key: string, value: unknown) => unknown, secret: (key: string) => boolean, key = ''): unknown {
+  if (Array.isArray(v)) return v.map((x) => mapTree(x, leaf, secret, key));
   if (v !== null && typeof v === 'object') {
     const out: Record<string, unknown> = {};
     for (const [k, x] of Object.entries(v as Record<string, unknown>)) {
-      out[k] = isSecretKey(k) && x !== null && x !== undefined ? leaf(k, x) : mapTree(x, leaf, k);
+      out[k] = secret(k) && x !== null && x !== undefined ? leaf(k, x) : mapTree(x, leaf, secret, k);
     }
     return out;
   }
   return v;
 }
 
-/** A copy of `tree` with every secret value sealed (already sealed values are kept). */
-export function sealParams<T>(tree: T, seal: (value: unknown) => string): T {
-  return mapTree(tree, (_k, x) => (typeof x === 'string' && x.startsWith(SEALED_PREFIX) ? x : `${SEALED_PREFIX}${seal(x)}`)) as T;
+/**
+ * A copy of `tree` with every secret value sealed (already sealed values are kept). `secret`
+ * decides which attribute names hold secrets (default {@link isSecretKey}); a whole object or
+ * array under such a name is sealed as one value.
+ */
+export function sealParams<T>(tree: T, seal: (value: unknown) => string, secret: (key: string) => boolean = isSecretKey): T {
+  return mapTree(tree, (_k, x) => (typeof x === 'string' && x.startsWith(SEALED_PREFIX) ? x : `${SEALED_PREFIX}${seal(x)}`), secret) as T;
+}
+
+/** Secret attribute names of an NFVO's Grant: the usual ones, and every `accessInfo` (VIM credentials a grant may carry). */
+export function isGrantSecretKey(key: string): boolean {
+  return key === 'accessInfo' || isSecretKey(key);
+}
+
+/** A copy of a Grant without its VIM credentials (`accessInfo` removed), for package hook scripts. */
+export function withoutAccessInfo<T>(tree: T): T {
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk);
+    if (v !== null && typeof v === 'object') return Object.fromEntries(Object.entries(v as Record<string, unknown>).filter(([k]) => k !== 'accessInfo').map(([k, x]) => [k, walk(x)]));
+    return v;
+  };
+  return walk(tree) as T;
 }
 
 /** A copy of `tree` with every sealed value opened. */

@@ -61,7 +61,14 @@ export class LocalNfvo implements GrantClient {
 /** Calls an external NFVO. */
 export class ExternalNfvo implements GrantClient {
   private token: { value: string; expires: number } | undefined;
-  constructor(private readonly cfg: VnfmConfig['grants']) {}
+  private readonly fetch: typeof fetch;
+  constructor(
+    private readonly cfg: VnfmConfig['grants'],
+    /** HTTP client: the outbound-rule-checking fetch of the VNFM (checked again at each request). @default global fetch */
+    fetchImpl?: typeof fetch,
+  ) {
+    this.fetch = fetchImpl ?? globalThis.fetch;
+  }
 
   private async authHeader(signal?: AbortSignal): Promise<Record<string, string>> {
     const { clientId, clientSecret, tokenEndpoint, basicAuth } = this.cfg;
@@ -69,7 +76,7 @@ export class ExternalNfvo implements GrantClient {
     const basic = `Basic ${Buffer.from(`${clientId}:${clientSecret}`).toString('base64')}`;
     if (basicAuth || !tokenEndpoint) return { authorization: basic };
     if (this.token && this.token.expires > Date.now() + 5000) return { authorization: `Bearer ${this.token.value}` };
-    const res = await fetch(tokenEndpoint, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials', signal: deadline(20_000, signal) }).catch((e: Error) => {
+    const res = await this.fetch(tokenEndpoint, { method: 'POST', headers: { authorization: basic, 'content-type': 'application/x-www-form-urlencoded' }, body: 'grant_type=client_credentials', signal: deadline(20_000, signal) }).catch((e: Error) => {
       if (signal?.aborted) throw signal.reason;
       throw vnfmError('VNFM_ERR_GRANT_FAILED', `NFVO token endpoint unreachable: ${e.message}`);
     });
@@ -82,7 +89,7 @@ export class ExternalNfvo implements GrantClient {
 
   private async call(url: string, init: RequestInit, signal?: AbortSignal): Promise<Response> {
     try {
-      return await fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...(await this.authHeader(signal)), version: '1.4.0', accept: 'application/json' }, signal: deadline(30_000, signal) });
+      return await this.fetch(url, { ...init, headers: { ...(init.headers as Record<string, string>), ...(await this.authHeader(signal)), version: '1.4.0', accept: 'application/json' }, signal: deadline(30_000, signal) });
     } catch (e) {
       if (signal?.aborted) throw signal.reason;
       if ((e as { code?: string }).code?.startsWith('VNFM_ERR')) throw e;
@@ -120,6 +127,6 @@ export class ExternalNfvo implements GrantClient {
 }
 
 /** The grant client the config asks for. */
-export function createGrantClient(cfg: VnfmConfig): GrantClient {
-  return cfg.grants.mode === 'external' ? new ExternalNfvo(cfg.grants) : new LocalNfvo();
+export function createGrantClient(cfg: VnfmConfig, fetchImpl?: typeof fetch): GrantClient {
+  return cfg.grants.mode === 'external' ? new ExternalNfvo(cfg.grants, fetchImpl) : new LocalNfvo();
 }

@@ -39,6 +39,7 @@ export function describeFetchError(e: unknown, timeoutMs: number): string {
   const err = e as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (err?.name === 'TimeoutError' || err?.name === 'AbortError') return `no response within ${timeoutMs} ms`;
   const code = err?.cause?.code;
+  if (code === 'VNFM_OUTBOUND_DENIED') return `refused by the outbound rules: ${err?.cause?.message ?? ''}`;
   if (code === 'ECONNREFUSED') return 'connection refused (ECONNREFUSED)';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return `host not found (${code})`;
   if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return `connection reset (${code})`;

@@ -3,7 +3,9 @@
  * routes (the SOL `/subscriptions` resources and the operator's outbox API) live in
  * src/api/vnflcm/subscription-routes.ts and are served from `ctx.notifications`.
  */
+import { readFileSync } from 'node:fs';
 import type { Services } from '../core/services.ts';
+import { tlsFetch } from '../net/tls-fetch.ts';
 import { DeliveryWorker } from './delivery.ts';
 import { SubscriptionService } from './subscriptions.ts';
 
@@ -19,8 +21,11 @@ export interface NotificationServices {
  * started here: call `worker.start()` once the server runs and `await worker.stop()` at shutdown.
  */
 export function setupNotifications(ctx: Services, opts: { concurrency?: number; pollMs?: number } = {}): NotificationServices {
-  const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log);
-  const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, ...opts });
+  // Every callback and token request goes through the outbound rules, checked again at send time.
+  const caFile = ctx.config.notifications.caFile;
+  const fetch = ctx.outbound.fetch(caFile ? tlsFetch({ ca: readFileSync(caFile, 'utf8') }) : undefined);
+  const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log, { fetch, checkUrl: (u) => ctx.outbound.check(u) });
+  const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, fetch, ...opts });
   const services = { subscriptions, worker };
   ctx.notifications = services;
   return services;

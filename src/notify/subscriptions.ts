@@ -241,15 +241,17 @@ const COLUMNS = ['id', 'api_version', 'callback_uri', 'filter', 'verbosity', 'au
 export class SubscriptionService {
   private readonly auth: CallbackAuthenticator;
   private readonly fetchImpl: typeof fetch | undefined;
+  private readonly checkUrl: ((url: string) => Promise<string | undefined>) | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly box: SecretBox,
     private readonly config: VnfmConfig,
     private readonly log: Logger,
-    opts: { fetch?: typeof fetch } = {},
+    opts: { fetch?: typeof fetch; checkUrl?: (url: string) => Promise<string | undefined> } = {},
   ) {
     this.fetchImpl = opts.fetch;
+    this.checkUrl = opts.checkUrl;
     this.auth = new CallbackAuthenticator({ timeoutMs: config.notifications.timeoutMs, ...(opts.fetch ? { fetch: opts.fetch } : {}) });
   }
 
@@ -260,6 +262,14 @@ export class SubscriptionService {
    */
   async create(req: unknown, apiVersion: SubscriptionApiVersion, project?: string): Promise<CreateSubscriptionResult> {
     const r = validateSubscriptionRequest(req, apiVersion);
+    // Outbound rules (loopback, link-local, metadata, the VNFM itself, configured denials): 422 with the reason.
+    if (this.checkUrl) {
+      for (const [what, url] of [['callbackUri', r.callbackUri], ['paramsOauth2ClientCredentials.tokenEndpoint', r.credentials?.oauth2?.tokenEndpoint]] as const) {
+        if (url === undefined) continue;
+        const why = await this.checkUrl(url);
+        if (why) throw vnfmError('VNFM_ERR_SUB_CALLBACK', `${what} is refused by the outbound rules: ${why}`);
+      }
+    }
     // one project never finds (nor learns of) another project's identical subscription
     const dedupeKey = createHash('sha256')
       .update(canonical({ v: apiVersion, callbackUri: r.callbackUri, filter: r.filter, verbosity: r.verbosity, ...(project !== undefined ? { project } : {}) }))
@@ -315,8 +325,10 @@ export class SubscriptionService {
       why = e instanceof CallbackError ? e.message : 'the callback could not be reached';
     }
     if (status === 204) return;
+    // The reason is logged for the operator; the client gets a generic one (what the callback or
+    // its token endpoint answered, or how a connection failed, would map internal services).
     this.log.info({ apiVersion: v, reason: why }, 'subscription refused: callback test failed');
-    const detail = `Can't get from notification callback Uri. (${why})`;
+    const detail = "Can't get from notification callback Uri. (the callback test did not get 204 No Content)";
     // Tacker answers 400 in v1 and 422 in v2 for the same failure.
     throw v === 'v1' ? vnfmError('VNFM_ERR_API_BAD_REQUEST', detail) : vnfmError('VNFM_ERR_SUB_CALLBACK', detail);
   }

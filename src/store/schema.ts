@@ -134,6 +134,16 @@ export interface MgmtLockTable {
   acquired_at: Generated<Date>;
 }
 
+export interface ServerNotifierTable {
+  id: string;
+  name: string;
+  uri: string;
+  vim_id: string;
+  send_token: boolean;
+  description: string;
+  created_at: CreatedTs;
+}
+
 export interface KvTable {
   key: string;
   value: Json<unknown>;
@@ -170,6 +180,7 @@ export interface Database {
   kv: KvTable;
   mgmt_state: MgmtStateTable;
   mgmt_lock: MgmtLockTable;
+  server_notifier: ServerNotifierTable;
   oauth_client: OauthClientTable;
   oauth_token: OauthTokenTable;
 }

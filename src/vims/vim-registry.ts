@@ -121,10 +121,11 @@ export class VimRegistry {
       if (!config.projectName) throw vnfmError('VNFM_ERR_VIM_INVALID', 'an openstack VIM needs vim_project.name');
     } else {
       if (typeof cred.bearer_token === 'string') secret.bearerToken = cred.bearer_token;
-      if (typeof cred.ssl_ca_cert === 'string') config.sslCaCert = cred.ssl_ca_cert;
       if (!secret.bearerToken) throw vnfmError('VNFM_ERR_VIM_INVALID', 'a kubernetes VIM needs auth_cred.bearer_token');
       config.projectName = str(proj.name) ?? prev?.config.projectName ?? 'default';
     }
+    // A CA bundle (PEM) the VIM's endpoints are verified against (both types).
+    if (typeof cred.ssl_ca_cert === 'string') config.sslCaCert = cred.ssl_ca_cert;
     if (typeof cred.cert_verify === 'boolean') config.certVerify = cred.cert_verify;
     else if (cred.cert_verify === 'True' || cred.cert_verify === 'False') config.certVerify = cred.cert_verify === 'True';
     if (input.extra !== undefined) {
@@ -213,7 +214,7 @@ export class VimRegistry {
       return {
         vimId: v.id,
         vimType: VIM_TYPES.openstack,
-        interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.certVerify === false ? { skipCertificateVerification: true } : {}) },
+        interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.certVerify === false ? { skipCertificateVerification: true } : {}), ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}) },
         accessInfo: {
           username: v.config.username,
           password: v.secret.password,
@@ -228,7 +229,7 @@ export class VimRegistry {
     return {
       vimId: v.id,
       vimType: VIM_TYPES.kubernetes,
-      interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}) },
+      interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}), ...(v.config.certVerify === false ? { skipCertificateVerification: true } : {}) },
       accessInfo: { bearer_token: v.secret.bearerToken },
       extra: {},
     };
@@ -265,7 +266,7 @@ export function normalizeVimType(t: string): string {
 export function vimToApi(v: VimRecord): Record<string, unknown> {
   const authCred: Record<string, unknown> =
     v.type === 'openstack'
-      ? { username: v.config.username, user_domain_name: v.config.userDomainName, password: '***', cert_verify: v.config.certVerify ?? true }
+      ? { username: v.config.username, user_domain_name: v.config.userDomainName, password: '***', cert_verify: v.config.certVerify ?? true, ...(v.config.sslCaCert ? { ssl_ca_cert: '***' } : {}) }
       : { bearer_token: '***', ...(v.config.sslCaCert ? { ssl_ca_cert: '***' } : {}) };
   return {
     id: v.id,

@@ -242,7 +242,7 @@ describe('VIM registry', () => {
     const rows = await vnfm.store.db.selectFrom('vim').selectAll().execute();
     assert.ok(rows.length >= 3);
     for (const r of rows) {
-      assert.match(r.secret, /^v1:/, 'sealed');
+      assert.match(r.secret, /^v2:[0-9a-f]{8}:/, 'sealed (with the id of its key)');
       for (const s of SECRETS) assert.ok(!r.secret.includes(s), 'secret column holds no clear text');
       for (const s of SECRETS) assert.ok(!JSON.stringify(r.config).includes(s), 'config column holds no secret');
     }

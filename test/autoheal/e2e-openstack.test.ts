@@ -9,7 +9,7 @@ import { after, before, describe, it } from 'node:test';
 import { createOpenStackDriver } from '../../src/infra/openstack/index.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../src/sim/openstack/index.ts';
 import { type ServerNotifierSim, startServerNotifierSim } from '../../src/sim/server-notifier/index.ts';
-import { type AutohealVnfm, type TestVnfc, V2, healsOf, instantiateVnf, onboardSample, opOcc, startAutohealVnfm, vnfcsOf, waitFor } from './fixture.ts';
+import { type AutohealVnfm, type TestVnfc, V2, healsOf, instantiateVnf, onboardSample, opOcc, registerNotifier, startAutohealVnfm, vnfcsOf, waitFor } from './fixture.ts';
 
 const WINDOW = 1000;
 /** Failure guard only (a loaded machine is slow); how fast a heal comes is bench/autoheal-e2e.ts's job. */
@@ -31,7 +31,7 @@ async function hostOf(serverId: string): Promise<string> {
 }
 function vim() {
   const c = os.credentials;
-  return { vimType: 'ETSINFV.OPENSTACK_KEYSTONE.V_3', interfaceInfo: { endpoint: c.authUrl }, accessInfo: { username: c.username, password: c.password, project: c.project, projectDomain: c.projectDomain, userDomain: c.userDomain, region: c.region } };
+  return { vimId: 'sim-os', vimType: 'ETSINFV.OPENSTACK_KEYSTONE.V_3', interfaceInfo: { endpoint: c.authUrl }, accessInfo: { username: c.username, password: c.password, project: c.project, projectDomain: c.projectDomain, userDomain: c.userDomain, region: c.region } };
 }
 async function instantiate() {
   return instantiateVnf(h.vnfm, vnfdId, { vim: vim(), additionalParams: { ServerNotifierUri: notifier.url, ServerNotifierFaultID: ['1234'] } });
@@ -58,6 +58,7 @@ before(async () => {
   });
   h.ctx.engine?.drivers.register(createOpenStackDriver({ pollInitialMs: 10 }));
   vnfdId = await onboardSample(h.vnfm);
+  await registerNotifier(h.vnfm, notifier.url, 'sim-os');
 });
 after(async () => {
   await h?.vnfm.close();

@@ -46,7 +46,17 @@ export const STUB_TOKEN = 'stub-keystone-token-0123';
 
 /** A VIM connection whose Keystone is the notifier stub (so alarm calls carry a token). */
 export function keystoneVim(stubUrl: string) {
-  return { ...FAKE_VIM, interfaceInfo: { endpoint: `${stubUrl}/v3` }, accessInfo: { username: 'vnfm', password: 'vim-password-xyz', project: 'tenant-a', userDomain: 'Default', projectDomain: 'Default' } };
+  return { ...FAKE_VIM, vimId: STUB_VIM_ID, interfaceInfo: { endpoint: `${stubUrl}/v3` }, accessInfo: { username: 'vnfm', password: 'vim-password-xyz', project: 'tenant-a', userDomain: 'Default', projectDomain: 'Default' } };
+}
+
+/** The vimId of {@link keystoneVim} connections (the VIM the stub notifier is registered for). */
+export const STUB_VIM_ID = 'vim-keystone-stub';
+
+/** Registers a Server Notifier for a VIM (admin API); returns its id. */
+export async function registerNotifier(v: TestVnfm, uri: string, vimId: string, name = `notifier-${randomUUID().slice(0, 8)}`): Promise<string> {
+  const r = await v.app.inject({ method: 'POST', url: '/vnfm/v1/server-notifiers', payload: { name, uri, vimId } });
+  assert.equal(r.statusCode, 201, r.body);
+  return r.json().id as string;
 }
 
 /** A stand-in Server Notifier alarm API (plus a minimal Keystone). */

@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { createServerNotifierMgmtDriver } from '../../src/mgmt/drivers/server-notifier/index.ts';
 import { type HookName, type MgmtContext, MgmtRunner } from '../../src/mgmt/mgmt-driver.ts';
-import { AlarmFakeDriver, type AutohealVnfm, type NotifierStub, STUB_TOKEN, type TestVnfc, V2, faultBody, healsOf, instantiateVnf, keystoneVim, notify, onboardSample, opOcc, startAutohealVnfm, startNotifierStub, vnfcsOf, waitFor } from './fixture.ts';
+import { AlarmFakeDriver, type AutohealVnfm, type NotifierStub, STUB_TOKEN, STUB_VIM_ID, registerNotifier, type TestVnfc, V2, faultBody, healsOf, instantiateVnf, keystoneVim, notify, onboardSample, opOcc, startAutohealVnfm, startNotifierStub, vnfcsOf, waitFor } from './fixture.ts';
 
 let stub: NotifierStub;
 let h: AutohealVnfm;
@@ -47,6 +47,7 @@ before(async () => {
   fake.withAlarms = false;
   h = await startAutohealVnfm({ fake, windowMs: 300, plugin: { noMgmtDriver: false, serverNotifier: { backoffMs: 10 } }, config: { autoheal: { sweepMs: 100 } } });
   vnfdId = await onboardSample(h.vnfm);
+  await registerNotifier(h.vnfm, stub.url, STUB_VIM_ID);
 });
 afterEach(async () => {
   stub.failPost = undefined;

@@ -61,7 +61,8 @@ async function startVnfmProcess(): Promise<void> {
   const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', '--data-dir', dataDir, '--port', String(port), '--log-level', 'warn'], {
     stdio: ['ignore', 'ignore', 'inherit'],
     // A short packing window: an automatic heal starts soon after its fault notification.
-    env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_FAULT_WINDOW_MS: '100' },
+    // Loopback endpoints (the simulators) allowed; hook scripts as this user (they write markers into the test's folder).
+    env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_FAULT_WINDOW_MS: '100', VNFM_OUTBOUND_ALLOW: '127.0.0.0/8', VNFM_MGMT_SCRIPT_USER: 'self' },
   });
   child = proc;
   let exited = false;
@@ -191,6 +192,9 @@ before(async () => {
   const c = sim.credentials;
   const vim = await api('POST', '/v1.0/vims', { vim: { name: 'os', type: 'openstack', is_default: true, auth_url: c.authUrl, auth_cred: { username: c.username, password: c.password, user_domain_name: c.userDomain }, vim_project: { name: c.project, project_domain_name: c.projectDomain } } });
   assert.equal(vim.status, 201, JSON.stringify(vim.body));
+  // The notifier an instantiate names must be registered for its VIM.
+  const reg = await api('POST', '/vnfm/v1/server-notifiers', { name: 'sim-notifier', uri: notifier.url, vimId: vim.body.vim.id });
+  assert.equal(reg.status, 201, JSON.stringify(reg.body));
   vmVnfdId = await onboard(join(ROOT, 'samples/vm-basic'));
   hookVnfdId = await onboard(blockingHookPackage());
 });

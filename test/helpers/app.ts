@@ -9,6 +9,9 @@ import { type BuiltinName, type Vnfm, type VnfmPlugin, startVnfm } from '../../s
 import type { Store } from '../../src/store/db.ts';
 import { testStore } from './db.ts';
 
+/** Outbound rules of test VNFMs: loopback allowed (test endpoints live there). */
+export const TEST_OUTBOUND = { allow: ['127.0.0.0/8', '::1'], deny: [] as string[] };
+
 /** A test VNFM plus the log lines it wrote. */
 export interface TestVnfm extends Vnfm {
   logs: string[];
@@ -27,7 +30,9 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
   const store = opts.store ?? (await testStore());
   // port 0: the kernel picks a free port at listen time (no probe-then-bind race between test files)
   const port = opts.listen ? 0 : 9890;
-  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, ...(opts.config ?? {}) } as ConfigInput });
+  // Test endpoints (callbacks, NFVO and Server Notifier stand-ins) listen on loopback, which the
+  // outbound rules deny by default.
+  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, outbound: TEST_OUTBOUND, ...(opts.config ?? {}) } as ConfigInput });
   const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}), ...(opts.without ? { without: opts.without } : {}) });
   return {
     ...vnfm,

@@ -1,12 +1,16 @@
 /**
  * Helpers of the live-VM lab tests: SSH with a password (the `ssh2` client, recording the host key
  * the server presents), the state of a TCP port (open / refused), the lab's namespaces and bridge
- * as the machine has them, and a Heat session over HTTP against the simulated OpenStack.
+ * as the machine has them, a Heat session over HTTP against the simulated OpenStack, and
+ * `vnfm start --lab` as a child process (its JSON log lines collected).
  */
-import { execFileSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { connect } from 'node:net';
+import { join } from 'node:path';
 import { Client } from 'ssh2';
+import { REPO_ROOT } from '../helpers/fixtures.ts';
+import { until } from '../helpers/wait.ts';
 import { type Answer, call } from '../sim/openstack/helpers.ts';
 
 export { type Answer, call };
@@ -140,4 +144,49 @@ export function oneServerTemplate(network = 'lab-net'): Record<string, unknown> 
     },
     outputs: { ip: { value: { get_attr: ['vdu1_cp', 'fixed_ips', 0, 'ip_address'] } } },
   };
+}
+
+// biome-ignore lint/suspicious/noExplicitAny: log lines
+export type Line = any;
+
+/** A `vnfm start --lab` child process and what it logged. */
+export interface Cli {
+  child: ChildProcess;
+  lines: Line[];
+  stderr: () => string;
+  exited: Promise<number | null>;
+}
+
+/** Starts `vnfm start --lab` with `<dir>/config.json` and the data directory `<dir>/data`, on a free port. */
+export function startCli(dir: string): Cli {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--lab', '--config', join(dir, 'config.json'), '--data-dir', join(dir, 'data'), '--port', '0'], {
+    cwd: REPO_ROOT,
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, VNFM_LOG_LEVEL: 'info' },
+  });
+  const lines: Line[] = [];
+  let stderr = '';
+  let buf = '';
+  child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    buf += d;
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      const l = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      try {
+        lines.push(JSON.parse(l));
+      } catch {
+        lines.push({ msg: l });
+      }
+    }
+  });
+  child.stderr?.setEncoding('utf8').on('data', (d: string) => {
+    stderr += d;
+  });
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return { child, lines, stderr: () => stderr, exited };
+}
+
+/** Its "VNFM started" line (with the URL), once it logged it; rejects when it exited first. */
+export async function started(cli: Cli): Promise<Line> {
+  return until('the VNFM started', () => cli.lines.find((l) => l.msg === 'VNFM started') ?? (cli.child.exitCode !== null ? Promise.reject(new Error(`exited: ${cli.stderr()}`)) : undefined), 600_000);
 }

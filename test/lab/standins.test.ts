@@ -369,6 +369,20 @@ describe('lab stand-ins: kubeadm with real etcd and HAProxy, the install script,
     const badHash = await kubeadm(h, 'join', ep, '--token', join1.token, '--discovery-token-ca-cert-hash', `sha256:${'0'.repeat(64)}`);
     assert.equal(badHash.code, 1);
     assert.match(badHash.stderr, new RegExp(`none of the public keys "sha256:${join1.caHash}" are pinned`));
+    // --config: a JoinConfiguration file, not mixed with flags (the install script's way: no secret on a command line)
+    const cfgFile = join(root, 'join-config-test.yaml');
+    writeFileSync(cfgFile, `apiVersion: kubeadm.k8s.io/v1beta3\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n    apiServerEndpoint: "${ep}"\n    token: "abcdef.0123456789abcdef"\n    caCertHashes:\n    - "sha256:${join1.caHash}"\n`);
+    const mixed = await kubeadm(h, 'join', '--config', cfgFile, '--token', join1.token);
+    assert.equal(mixed.code, 1);
+    assert.match(mixed.stderr, /can not mix '--config' with arguments \[--token/);
+    const cfgToken = await kubeadm(h, 'join', '--config', cfgFile);
+    assert.equal(cfgToken.code, 1);
+    assert.match(cfgToken.stderr, /could not find a JWS signature in the cluster-info ConfigMap for token ID "abcdef"/, 'the token came from the file');
+    writeFileSync(cfgFile, 'apiVersion: kubeadm.k8s.io/v1beta3\nkind: InitConfiguration\n');
+    const wrongKind = await kubeadm(h, 'join', `--config=${cfgFile}`);
+    assert.equal(wrongKind.code, 1);
+    assert.match(wrongKind.stderr, /no JoinConfiguration kind was found/);
+    rmSync(cfgFile);
     const unreachable = await kubeadm(h, 'join', '127.0.0.99:6443', '--token', join1.token, '--discovery-token-ca-cert-hash', `sha256:${join1.caHash}`);
     assert.equal(unreachable.code, 1);
     assert.match(unreachable.stderr, /dial tcp 127\.0\.0\.99:6443: connect: connection refused/);

@@ -134,7 +134,11 @@ describe('LCCN subscriptions API', { timeout: 120_000 }, () => {
     await down.close();
     const r3 = await post('v2', { callbackUri: deadUrl });
     assert.equal(r3.statusCode, 422);
-    assert.match(r3.json().detail, /connection refused/);
+    // One generic reason whatever happened (no status or connection error echoed: not an oracle
+    // to map internal services); the operator finds the real reason in the log.
+    assert.equal(r3.json().detail, r2.json().detail);
+    assert.doesNotMatch(`${r2.json().detail} ${r3.json().detail}`, /500|ECONNREFUSED|connection|refused/);
+    assert.ok(vnfm.logs.some((l) => l.includes('callback test failed') && l.includes('ECONNREFUSED')), 'the reason is logged');
     assert.equal(await count(), n0);
   });
 

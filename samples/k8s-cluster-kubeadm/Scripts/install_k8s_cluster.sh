@@ -343,16 +343,28 @@ apply_cni() {
   done
 }
 
-kubeadm_join() { # extra args...
-  local out rc
+# kubeadm_join [control-plane]: `kubeadm join --config` with a JoinConfiguration written by the
+# shell (printf is a builtin) into a root-only temp file, so the bootstrap token and the certificate
+# key never appear on a command line (visible to every user in the process list); removed after.
+kubeadm_join() {
+  local out rc cfg
   if as_root test -f "$K8S_DIR/kubelet.conf" && { [ "$ROLE" = worker ] || as_root test -f "$K8S_DIR/admin.conf"; }; then
     say "This node has joined the cluster before ($K8S_DIR/kubelet.conf exists): kubeadm join skipped"
     JOINED_BEFORE=true
     return 0
   fi
   say "kubeadm join $ENDPOINT${1:+ (control plane)}"
-  out=$(as_root kubeadm join "$ENDPOINT" --token "$TOKEN_NAME" --discovery-token-ca-cert-hash "sha256:$TOKEN_HASH" "$@" 2>&1)
+  cfg=$(as_root mktemp /tmp/kubeadm-join-XXXXXXXX.yaml) || fail "cannot create the kubeadm join configuration file"
+  {
+    printf 'apiVersion: kubeadm.k8s.io/v1beta3\nkind: JoinConfiguration\ndiscovery:\n  bootstrapToken:\n'
+    printf '    apiServerEndpoint: "%s"\n    token: "%s"\n    caCertHashes:\n    - "sha256:%s"\n' "$ENDPOINT" "$TOKEN_NAME" "$TOKEN_HASH"
+    if [ "${1:-}" = control-plane ]; then
+      printf 'controlPlane:\n  localAPIEndpoint:\n    advertiseAddress: "%s"\n  certificateKey: "%s"\n' "$NODE_IP" "$CERT_KEY"
+    fi
+  } | write_root "$cfg"
+  out=$(as_root kubeadm join --config "$cfg" 2>&1)
   rc=$?
+  as_root rm -f "$cfg"
   printf '%s\n' "$out"
   if [ "$rc" != 0 ] || [[ $out != *"This node has joined the cluster"* ]]; then
     fail "kubeadm join failed: $(printf '%s\n' "$out" | grep -m1 '^error' || printf '%s\n' "$out" | tail -n 1)"
@@ -364,7 +376,7 @@ if [ "$ROLE" = master ] && [ "$MAIN_MASTER" = 1 ]; then
   user_kubeconfig
   apply_cni
 elif [ "$ROLE" = master ]; then
-  kubeadm_join --control-plane --certificate-key "$CERT_KEY" --apiserver-advertise-address "$NODE_IP"
+  kubeadm_join control-plane
   user_kubeconfig
 else
   kubeadm_join

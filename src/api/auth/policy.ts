@@ -4,7 +4,7 @@
  * - reads (GET/HEAD): reader; OAuth client management: admin even to read;
  * - LCM mutations (instances, operations, op occ tasks, subscriptions, auto-heal releases,
  *   notification redelivery) and the fault intake: operator;
- * - VIMs, VNF packages and OAuth clients: admin to write;
+ * - VIMs, VNF packages: admin to write; OAuth clients and Server Notifier registrations: admin, reads too;
  * - `POST /token`: open (the client authenticates itself there); `/metrics`, `/docs` and the
  *   probes follow their own settings (auth.metrics, auth.docs, health.public).
  * A route the table does not know needs an authenticated caller (so an unknown path answers 401
@@ -21,11 +21,13 @@ const REQUIREMENTS: readonly Requirement[] = [...API_ROLES, 'authenticated', 'op
 /** Routes of the built-in OAuth 2.0 server. */
 export const TOKEN_PATH = '/token';
 export const OAUTH_CLIENTS_PATH = '/vnfm/v1/oauth2/clients';
+/** Server Notifier registrations (they decide where VIM tokens may be sent): admin only, reads too. */
+export const SERVER_NOTIFIERS_PATH = '/vnfm/v1/server-notifiers';
 
 /** The default requirement of a route (`url`: the route pattern, e.g. `/vnflcm/v2/vnf_instances/:id`). */
 export function defaultRequirement(method: string, url: string, faultPrefix: string): Requirement {
   if (url === TOKEN_PATH) return 'open';
-  if (url.startsWith(OAUTH_CLIENTS_PATH)) return 'admin';
+  if (url.startsWith(OAUTH_CLIENTS_PATH) || url.startsWith(SERVER_NOTIFIERS_PATH)) return 'admin';
   const read = method === 'GET' || method === 'HEAD';
   if (read) return 'reader';
   if (url.startsWith('/v1.0/vims') || url.startsWith('/vnfpkgm/')) return 'admin';

@@ -277,7 +277,7 @@ export class KubernetesDriver implements InfraDriver {
   }
 
   private vimClient(ctx: InfraContext): KubeClient {
-    const key = JSON.stringify([ctx.vim.interfaceInfo.endpoint, ctx.vim.accessInfo.bearer_token, ctx.vim.interfaceInfo.ssl_ca_cert ?? null]);
+    const key = JSON.stringify([ctx.vim.interfaceInfo.endpoint, ctx.vim.accessInfo.bearer_token, ctx.vim.interfaceInfo.ssl_ca_cert ?? null, ctx.vim.interfaceInfo.skipCertificateVerification ?? null]);
     const hit = this.clients.get(key);
     if (hit) return hit;
     const log = ctx.log;

@@ -27,6 +27,8 @@ export interface HttpRetryOptions {
   random?: () => number;
   /** Called before each retry sleep (for logs/metrics). Never receives request bodies or headers. */
   onRetry?: (event: RetryEvent) => void;
+  /** HTTP client: one with the VIM's TLS settings (CA bundle, `cert_verify: false`). @default the built-in fetch */
+  fetch?: typeof fetch;
 }
 
 /** {@link HttpRetryOptions} with defaults filled in. */
@@ -38,6 +40,7 @@ export interface ResolvedHttpRetryOptions {
   retryStatuses: readonly number[];
   random: () => number;
   onRetry: ((event: RetryEvent) => void) | undefined;
+  fetch: typeof fetch | undefined;
 }
 
 /** What {@link HttpRetryOptions.onRetry} is told. */
@@ -113,7 +116,7 @@ export function resolveHttpRetryOptions(options: HttpRetryOptions = {}): Resolve
       throw new RangeError(`http retry: only 5xx statuses may be retried (got ${s})`);
     }
   }
-  return { attempts, baseDelayMs, maxDelayMs, timeoutMs, retryStatuses, random: options.random ?? Math.random, onRetry: options.onRetry };
+  return { attempts, baseDelayMs, maxDelayMs, timeoutMs, retryStatuses, random: options.random ?? Math.random, onRetry: options.onRetry, fetch: options.fetch };
 }
 
 /**
@@ -219,7 +222,7 @@ export async function requestWithRetry(req: HttpRequest, options: ResolvedHttpRe
       const init: RequestInit = { method: req.method, redirect: 'manual', signal: controller.signal };
       if (req.headers !== undefined) init.headers = req.headers;
       if (req.body !== undefined) init.body = req.body;
-      const res = await fetch(req.url, init);
+      const res = await (options.fetch ?? fetch)(req.url, init);
       const text = await res.text();
       response = { status: res.status, headers: res.headers, text, url: req.url, method: req.method, service: req.service, attempts: attempt };
     } catch (err) {

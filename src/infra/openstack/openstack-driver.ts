@@ -30,6 +30,7 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { retryableError, terminalError, vnfmError } from '../../errors.ts';
+import { fetchForVimTls } from '../../net/tls-fetch.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import { expectsNothing, type HealPlan, type HealTarget, type InfraContext, type InfraDriver, type ObservedResources, type ScalePlan } from '../infra-driver.ts';
@@ -416,8 +417,9 @@ export class OpenStackDriver implements InfraDriver {
     const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
     const region = str(ai.region) ?? str(ii.region);
     const heatEndpoint = str(ii.heatEndpoint);
+    const tlsFetchOf = fetchForVimTls(ii);
     const key = createHash('sha256')
-      .update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, region, heatEndpoint]))
+      .update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, region, heatEndpoint, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null]))
       .digest('hex');
     const cached = this.sessions.get(key);
     if (cached !== undefined) return cached;
@@ -430,7 +432,8 @@ export class OpenStackDriver implements InfraDriver {
       projectDomainName: projectDomain,
       ...(region ? { region } : {}),
       ...(heatEndpoint ? { endpointOverrides: { orchestration: heatEndpoint } } : {}),
-      ...(this.http ? { http: this.http } : {}),
+      // The VIM's TLS settings (a registered VIM's cert_verify: false, its CA bundle) for every call of the session.
+      ...(this.http || tlsFetchOf ? { http: { ...(this.http ?? {}), ...(tlsFetchOf ? { fetch: tlsFetchOf } : {}) } } : {}),
     });
     const session: VimSession = {
       auth,

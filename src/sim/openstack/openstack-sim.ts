@@ -94,6 +94,14 @@ export interface OpenStackSim {
    * network exists with another subnet and ports on it.
    */
   ensureNetwork(p: { name: string; cidr: string; gatewayIp?: string; allocationPools?: readonly { start: string; end: string }[] }): { networkId: string; subnetId: string; subnetName: string; cidr: string };
+  /**
+   * Makes sure a stand-alone server `name` (no stack) exists with a port on `networkId` holding
+   * `fixedIp`, as an operator would have booted it before any VNF (an external load balancer, an
+   * Ansible server): an existing server of that name with that address is kept as it is; otherwise
+   * the port and an ACTIVE server are created in the sim's first project. Throws when the address
+   * is held by another port.
+   */
+  ensureServer(p: { name: string; networkId: string; fixedIp: string; flavor?: string; image?: string; metadata?: Record<string, string> }): { serverId: string; portId: string; created: boolean };
   /** Whether the state was restored from `stateDir` at start. */
   readonly restored: boolean;
   /** Stops the server and every pending timer (and saves the state when `stateDir` is set). */
@@ -275,6 +283,26 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
       const { network: net, subnet } = network.ensureNetwork(p);
       changed();
       return { networkId: net.id, subnetId: subnet.id, subnetName: subnet.name, cidr: subnet.cidr };
+    },
+    ensureServer: (p) => {
+      const existing = [...compute.servers.values()].find(
+        (x) => x.name === p.name && x.portIds.some((id) => network.ports.get(id)?.networkId === p.networkId && network.ports.get(id)?.fixedIps.some((f) => f.ip_address === p.fixedIp)),
+      );
+      if (existing) return { serverId: existing.id, portId: existing.portIds.find((id) => network.ports.get(id)?.networkId === p.networkId) as string, created: false };
+      const port = network.createPort({ networkId: p.networkId, projectId: credentials.projectId, name: `${p.name}-port`, fixedIps: [{ ip_address: p.fixedIp }], deviceOwner: 'compute:nova' });
+      const s = compute.createServer({
+        name: p.name,
+        projectId: credentials.projectId,
+        userId: '',
+        flavor: p.flavor ?? 'm1.small',
+        image: p.image ?? 'debian-12',
+        metadata: p.metadata ?? {},
+        portIds: [port.id],
+        ownedPortIds: [],
+        volumeIds: [],
+      });
+      changed();
+      return { serverId: s.id, portId: port.id, created: true };
     },
     restored: saved !== undefined,
     close: async () => {

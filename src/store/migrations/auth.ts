@@ -11,9 +11,9 @@
  */
 import { type Kysely, type Migration, sql } from 'kysely';
 
-export const AUTH_TENANT_MIGRATION = '180_auth_tenants_oauth_clients';
+export const AUTH_TENANT_MIGRATION = '190_auth_tenants_oauth_clients';
 
-export const m180: Migration = {
+export const m190: Migration = {
   async up(db: Kysely<unknown>) {
     for (const t of ['vnf_instance', 'op_occ', 'subscription', 'fault_notification', 'autoheal_batch']) {
       await sql`alter table ${sql.table(t)} add column if not exists project text`.execute(db);

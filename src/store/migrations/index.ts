@@ -3,7 +3,7 @@
  * released migration is never edited; a change is a new entry.
  *
  * {@link MIGRATIONS} is the one list of every migration, core and per module (the module ones are
- * in this folder too: autoheal.ts, lcm.ts, mgmt.ts, notify.ts, packages.ts), in the order they apply. What
+ * in this folder too: autoheal.ts, lcm.ts, mgmt.ts, notify.ts, packages.ts, security.ts), in the order they apply. What
  * a process migrates never depends on which modules it imported. Names sort in list order (checked
  * at load), which is the order Kysely applies and verifies them in on existing databases.
  */
@@ -13,7 +13,8 @@ import { LCM_COMMAND_ORIGIN_MIGRATION, LCM_RETRY_FENCING_MIGRATION, m110 as lcmR
 import { OUTBOX_RETRY_WINDOW_MIGRATION, m120 as outboxRetryWindow120, OUTBOX_COMMIT_ORDER_MIGRATION, m160 as outboxCommitOrder160 } from './notify.ts';
 import { PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m140 as packageOnboardAttempts140 } from './packages.ts';
 import { MGMT_STATE_MIGRATION, m170 as mgmtState170 } from './mgmt.ts';
-import { AUTH_TENANT_MIGRATION, m180 as authTenants180 } from './auth.ts';
+import { SERVER_NOTIFIER_MIGRATION, m180 as serverNotifier180 } from './security.ts';
+import { AUTH_TENANT_MIGRATION, m190 as authTenants190 } from './auth.ts';
 
 const m001: Migration = {
   async up(db: Kysely<unknown>) {
@@ -163,7 +164,8 @@ export const MIGRATIONS: readonly (readonly [name: string, migration: Migration]
   [LCM_COMMAND_ORIGIN_MIGRATION, lcmCommandOrigin150],
   [OUTBOX_COMMIT_ORDER_MIGRATION, outboxCommitOrder160],
   [MGMT_STATE_MIGRATION, mgmtState170],
-  [AUTH_TENANT_MIGRATION, authTenants180],
+  [SERVER_NOTIFIER_MIGRATION, serverNotifier180],
+  [AUTH_TENANT_MIGRATION, authTenants190],
 ];
 
 // Kysely applies (and checks executed ones) in name order: the list must already be in that order.

@@ -183,6 +183,41 @@ export class FakeCluster {
     this.commands.push({ host: vm.ip, cmd, sudo: o.sudo === true, ...(stdin !== undefined ? { stdin } : {}) });
     if (this.crashOn?.test(cmd)) throw new Error(`simulated crash while running: ${cmd.slice(0, 40)}`);
     let m: RegExpExecArray | null;
+    // installHaproxyConfig: stdin -> private temp file, `haproxy -c`, copy in place, reload (one script)
+    if (cmd.startsWith('umask 077\n') && cmd.includes('haproxy -c -f')) {
+      if (!o.sudo) return fail(1, 'Permission denied');
+      const text = stdin ?? '';
+      const lines = cmd.split('\n');
+      // framed runtime API commands (before the check / after the reload), answered like the socket
+      const framed = (line: string): string => {
+        const f = /^rt_out=\$\(printf '%s\\n' '([^']+)' \| .*printf '@@%s-begin@@.*' (\w+) "\$rt_out" \w+ "\$rt"$/.exec(line);
+        if (!f) return '';
+        if (!vm.tools.has('socat') && !vm.tools.has('nc')) return `@@${f[2]}-begin@@\n\n@@${f[2]}-end 127@@\n`;
+        const c = f[1] as string;
+        vm.runtime.push(c);
+        const out = c.startsWith('show servers state') ? this.serversState(vm).replace(/\n+$/, '') : '';
+        return `@@${f[2]}-begin@@\n${out}\n@@${f[2]}-end 0@@\n`;
+      };
+      const check = lines.findIndex((l) => l.includes('haproxy -c -f'));
+      let stdout = lines.slice(0, check).map(framed).join('');
+      const live = /cat "\$t" > '([^']+)'/.exec(cmd)?.[1] as string;
+      if (vm.haproxyBroken || !/backend kubernetes-apiserver/.test(text)) return fail(97, "[ALERT] config : parsing [x:1] : unknown keyword 'bogus'", stdout);
+      vm.files.set(live, text);
+      if (lines.some((l) => l === 'systemctl reload haproxy' || l === 'systemctl reload haproxy || exit $?')) {
+        vm.reloads++;
+        vm.loadedHaproxy = text;
+      }
+      stdout += lines.slice(check + 1).map(framed).join('');
+      return ok(stdout);
+    }
+    // haproxyRuntime: socat (else nc) on the admin socket, in one command
+    if ((m = /^printf '%s\\n' '([^']+)' \| \{ if command -v socat >\/dev\/null 2>&1; then socat stdio UNIX-CONNECT:'([^']+)'; elif .* fi; \}$/.exec(cmd))) {
+      if (!vm.tools.has('socat') && !vm.tools.has('nc')) return fail(127, '');
+      const c = m[1] as string;
+      vm.runtime.push(c);
+      if (c.startsWith('show servers state')) return ok(this.serversState(vm));
+      return ok('\n');
+    }
     if ((m = /^cat > '([^']+)'$/.exec(cmd))) {
       if (!o.sudo) return fail(1, 'Permission denied');
       vm.files.set(m[1] as string, stdin ?? '');

@@ -251,7 +251,16 @@ async function record(rc: RunContext, what: Obj): Promise<void> {
 /** Connects to every node of a list (the preflight: all must answer). */
 async function connectAll(rc: RunContext, nodes: readonly ClusterNode[], created: (n: ClusterNode) => boolean): Promise<Map<string, Host>> {
   rc.progress('preflight', undefined, `connecting to ${nodes.length} node(s)`);
-  const hosts = await Promise.all(nodes.map((n) => rc.host(n, created(n))));
+  const t0 = rc.clock.now();
+  const took: Record<string, number> = {};
+  const hosts = await Promise.all(
+    nodes.map(async (n) => {
+      const h = await rc.host(n, created(n));
+      took[n.name] = rc.clock.now() - t0;
+      return h;
+    }),
+  );
+  rc.ctx.log.info({ hook: rc.ctx.hook, driver: 'k8s-kubeadm', ms: rc.clock.now() - t0, nodes: took }, 'nodes connected');
   return new Map(nodes.map((n, i) => [n.name, hosts[i] as Host]));
 }
 
@@ -483,17 +492,37 @@ interface JoinContext {
   clusterIp: string;
   script: Buffer;
   env: Record<string, string>;
+  /** Join material fetched ahead (while the new VM boots); fetched at the join otherwise. */
+  material?: () => Promise<JoinMaterial>;
 }
 
-/** Join material from a master: token and CA hash (and, for a control-plane join, a certificate key). */
-async function joinMaterial(rc: RunContext, master: Host, controlPlane: boolean): Promise<{ token: string; caHash: string; certificateKey?: string }> {
-  const token = await createJoinToken(master);
+interface JoinMaterial {
+  token: string;
+  caHash: string;
+  certificateKey?: string;
+}
+
+/**
+ * Join material from a master: token and CA hash (and, for a control-plane join, a certificate
+ * key), read side by side on the master's one session.
+ */
+async function joinMaterial(rc: RunContext, master: Host, controlPlane: boolean): Promise<JoinMaterial> {
+  const [token, { caHash }, certificateKey] = await Promise.all([createJoinToken(master), clusterCa(master), controlPlane ? uploadCerts(master) : Promise.resolve(undefined)]);
   rc.secret(token);
-  const { caHash } = await clusterCa(master);
-  if (!controlPlane) return { token, caHash };
-  const certificateKey = await uploadCerts(master);
+  if (certificateKey === undefined) return { token, caHash };
   rc.secret(certificateKey);
   return { token, caHash, certificateKey };
+}
+
+/**
+ * Starts fetching join material now and hands the same result to every join of this hook run
+ * (a bootstrap token lives 1 h, an uploaded certificate key 2 h). A failure is reported by the
+ * join that asks for it, not as an unhandled rejection.
+ */
+function prefetchMaterial(rc: RunContext, master: Promise<Host>, controlPlane: boolean): () => Promise<JoinMaterial> {
+  const p = master.then((h) => joinMaterial(rc, h, controlPlane));
+  p.catch(() => undefined);
+  return () => p;
 }
 
 /** Marker files kubeadm writes on a node that joined (worker) or joined the control plane. */
@@ -520,7 +549,7 @@ async function joinWorker(rc: RunContext, api: KubeApi, node: ClusterNode, j: Jo
   const st = await joinState(rc, api, h, node.name, KUBELET_CONF);
   if (st.vmJoined && st.ready) return { skipped: true };
   if (!st.vmJoined) {
-    const m = await joinMaterial(rc, j.master, false);
+    const m = await (j.material ?? (() => joinMaterial(rc, j.master, false)))();
     rc.progress('join-worker', node.name, 'kubeadm join');
     await runInstall(h, {
       script: j.script,
@@ -615,7 +644,8 @@ async function joinMaster(rc: RunContext, api: KubeApi, node: ClusterNode, j: Jo
   }
   const gate = checkAddition(view.withHealth);
   if (!gate.ok) throw terminalError('VNFM_ERR_MGMT_REFUSED', gate.message);
-  const m = await joinMaterial(rc, j.peer, true);
+  const m = await (j.material ?? (() => joinMaterial(rc, j.peer, true)))();
+  if (!m.certificateKey) throw vnfmError('VNFM_ERR_MGMT_FAILED', `k8s-kubeadm: no certificate key for the control-plane join of ${node.name}`);
   rc.progress('join-master', node.name, 'kubeadm join --control-plane');
   await runInstall(h, {
     script: j.script,
@@ -689,8 +719,13 @@ async function healStart(rc: RunContext): Promise<MgmtResult> {
   const survivors = inv.masters.filter((m) => !targetNames.has(m.name));
   // preflight: the surviving masters answer (each one's HAProxy is edited), the API answers. A
   // master heal while another master is down is refused by the quorum gate, which speaks first.
-  rc.progress('preflight', undefined, `connecting to ${survivors.length} node(s)`);
-  const tried = await Promise.allSettled(survivors.map((n) => rc.host(n, false)));
+  // A worker heal needs no master over SSH (the drain goes through the API) once the driver holds
+  // the cluster's credentials.
+  const sshToMasters = t.masters.length > 0 || !(await rc.hasCredentials());
+  // whether each master target still answers (its control plane is stopped last), probed meanwhile
+  const targetAnswers = new Map(t.masters.map((m) => [m.name, rc.answers(m).catch(() => false)]));
+  rc.progress('preflight', undefined, `connecting to ${sshToMasters ? survivors.length : 0} node(s)`);
+  const tried = sshToMasters ? await Promise.allSettled(survivors.map((n) => rc.host(n, false))) : [];
   const hosts = new Map<string, Host>();
   const unreachable: { node: ClusterNode; error: unknown }[] = [];
   tried.forEach((r, i) => {
@@ -722,7 +757,8 @@ async function healStart(rc: RunContext): Promise<MgmtResult> {
     }
     const peer = hosts.get((survivors[0] as ClusterNode).name) as Host;
     for (let i = 0; i < t.masters.length; i++) {
-      await removeMaster(rc, api, peer, t.masters[i] as ClusterNode, t.masters.slice(i), survivors, hosts, drain, i > 0);
+      const target = t.masters[i] as ClusterNode;
+      await removeMaster(rc, api, peer, target, t.masters.slice(i), survivors, hosts, drain, i > 0, targetAnswers.get(target.name) ?? Promise.resolve(false));
     }
   }
   const owners: OwnerKey[] = [];
@@ -746,6 +782,7 @@ async function removeMaster(
   hosts: Map<string, Host>,
   drain: DrainParams,
   afterAnother: boolean,
+  answers: Promise<boolean>,
 ): Promise<void> {
   // 1. quorum gate, while the target is still a member (a retry after its removal skips it)
   const view = afterAnother ? await waitEtcdHealthy(rc, peer, rc.cfg.etcdWaitTimeoutMs) : await etcdView(peer, rc.cfg.etcdMaxRaftLag);
@@ -756,9 +793,9 @@ async function removeMaster(
     const gate = checkRemoval(view.withHealth, pendingIds);
     if (!gate.ok) throw terminalError('VNFM_ERR_MGMT_REFUSED', gate.message);
   }
-  // 2. leader transfer
+  // 2. leader transfer (decided on the view the gate just read)
   await rc.step('leader-transfer', target.name, async () => {
-    const v = await etcdView(peer, rc.cfg.etcdMaxRaftLag);
+    const v = view;
     const m = findMember(v.members, target.name, target.nicIp);
     const leader = leaderOf(v.status);
     if (!m || leader !== m.id) return { moved: false };
@@ -772,14 +809,16 @@ async function removeMaster(
     if (after === m.id) throw vnfmError('VNFM_ERR_MGMT_FAILED', `etcd leadership did not leave ${target.name}`, { retryable: true });
     return { moved: true, to: to.name };
   });
-  // 3. out of every survivor's HAProxy (runtime maint, then the validated file, reload)
-  for (const s of survivors) {
-    await rc.step('haproxy-remove', `${target.name}@${s.name}`, async () => {
-      const r = await haproxyRemoveServer(hosts.get(s.name) as Host, haproxySettings(rc.cfg), target.name);
-      if (r.fileChanged) await record(rc, { kind: 'haproxy', survivor: s.name, server: target.name });
-      return { ...r };
-    });
-  }
+  // 3. out of every survivor's HAProxy (runtime maint, then the validated file, reload), survivors side by side
+  await Promise.all(
+    survivors.map((s) =>
+      rc.step('haproxy-remove', `${target.name}@${s.name}`, async () => {
+        const r = await haproxyRemoveServer(hosts.get(s.name) as Host, haproxySettings(rc.cfg), target.name);
+        if (r.fileChanged) await record(rc, { kind: 'haproxy', survivor: s.name, server: target.name });
+        return { ...r };
+      }),
+    ),
+  );
   // 4. drain (control-plane static pods are mirror pods: skipped) and delete the Node
   await rc.step('remove-node', target.name, async () => {
     const r = await removeNode(rc, api, target, drain);
@@ -793,12 +832,16 @@ async function removeMaster(
     if (removed) await record(rc, { kind: 'etcd-member', node: target.name, id: memberIdHex(m.id) });
     return { removed, id: memberIdHex(m.id) };
   });
-  // 6. stop the old VM's kubelet/etcd if it still answers
+  // 6. stop the old VM's kubelet/etcd if it still answers (probed since the preflight). Not beside
+  // step 5: a member stopping while its removal is proposed makes etcd's strict reconfiguration
+  // check refuse the removal for a while ("unhealthy cluster").
   await rc.step('stop-old', target.name, async () => {
     try {
-      if (!(await rc.answers(target))) return { stopped: false, reason: 'unreachable' };
+      if (!(await answers)) return { stopped: false, reason: 'unreachable' };
       const h = await rc.host(target);
+      const t0 = rc.clock.now();
       const r = await h.exec('kubeadm reset -f --skip-phases=remove-etcd-member || kubeadm reset -f', { sudo: true });
+      rc.info('kubeadm reset finished', { step: 'reset', node: target.name, ms: rc.clock.now() - t0, code: r.code });
       if (r.code !== 0) rc.warn(`kubeadm reset on ${target.name} exited ${r.code}`);
       return { stopped: r.code === 0 };
     } catch (e) {
@@ -818,6 +861,9 @@ async function healEnd(rc: RunContext): Promise<MgmtResult> {
   const targetNames = new Set(targets.map((n) => n.name));
   const survivors = inv.masters.filter((m) => !targetNames.has(m.name));
   const all = allNodes(inv);
+  const peerNode = need(survivors[0] ?? inv.masters.find((m) => !targetNames.has(m.name)), 'no surviving master to heal from');
+  // the join material is read on the peer while the new VM(s) come up
+  const material = targets.length > 0 ? prefetchMaterial(rc, rc.host(peerNode), t.masters.length > 0) : undefined;
   const hosts = await connectAll(rc, all, (n) => targetNames.has(n.name));
   const clusterIp = clusterIpOf(rc, inv);
   const api = await rc.kube(fallbackMaster(rc, inv, survivors));
@@ -826,29 +872,23 @@ async function healEnd(rc: RunContext): Promise<MgmtResult> {
   const env = installEnv(rc.params, inv, clusterIp);
   const prev = previousMeta(ctx);
   const members: Record<string, string> = {};
-  const peerNode = need(survivors[0] ?? inv.masters.find((m) => !targetNames.has(m.name)), 'no surviving master to heal from');
   const peer = hosts.get(peerNode.name) as Host;
   // -m lists the survivors first (so the healed VM takes the "other master" path), then the targets
   const mastersCsv = [...survivors, ...t.masters].map((m) => m.nicIp).join(',');
   const joined: ClusterNode[] = [];
   for (const m of t.masters) {
     await rc.step('hosts', m.name, async () => ({ changed: await updateHostsBlock(hosts.get(m.name) as Host, rc.cfg.hostsPath, hostsEntries(inv)) }));
-    const r = await rc.step('join-master', m.name, () => joinMaster(rc, api, m, { inv, clusterIp, peer, mastersCsv, script, env: { ...env, ha_flag: 'True' }, survivors }));
+    const r = await rc.step('join-master', m.name, () => joinMaster(rc, api, m, { inv, clusterIp, peer, mastersCsv, script, env: { ...env, ha_flag: 'True' }, survivors, ...(material ? { material } : {}) }));
     if (r.memberId) members[m.name] = r.memberId;
-    // back in the HAProxy of every master already serving (survivors and targets healed before)
-    for (const s of [...survivors, ...joined]) {
-      await rc.step('haproxy-add', `${m.name}@${s.name}`, async () => ({ ...(await haproxyAddServer(hosts.get(s.name) as Host, haproxySettings(rc.cfg), m.name, m.nicIp)) }));
-    }
+    // back in the HAProxy of every master already serving (survivors and targets healed before), side by side
+    await Promise.all([...survivors, ...joined].map((s) => rc.step('haproxy-add', `${m.name}@${s.name}`, async () => ({ ...(await haproxyAddServer(hosts.get(s.name) as Host, haproxySettings(rc.cfg), m.name, m.nicIp)) }))));
     joined.push(m);
   }
   for (const w of t.workers) {
     await rc.step('hosts', w.name, async () => ({ changed: await updateHostsBlock(hosts.get(w.name) as Host, rc.cfg.hostsPath, hostsEntries(inv)) }));
-    await rc.step('join-worker', w.name, () => joinWorker(rc, api, w, { inv, clusterIp, master: peer, script, env }));
+    await rc.step('join-worker', w.name, () => joinWorker(rc, api, w, { inv, clusterIp, master: peer, script, env, ...(material ? { material } : {}) }));
   }
-  for (const n of all) {
-    if (targetNames.has(n.name)) continue;
-    await rc.step('hosts', n.name, async () => ({ changed: await updateHostsBlock(hosts.get(n.name) as Host, rc.cfg.hostsPath, hostsEntries(inv)) }));
-  }
+  await Promise.all(all.filter((n) => !targetNames.has(n.name)).map((n) => rc.step('hosts', n.name, async () => ({ changed: await updateHostsBlock(hosts.get(n.name) as Host, rc.cfg.hostsPath, hostsEntries(inv)) }))));
   await rc.prunePins(all.map((n) => n.resourceId));
   return metaResult(rc, { ...(prev ?? { vimName: rc.params.vimName }), nodes: nodesMeta(inv, prev, { members }), clusterIp });
 }

@@ -145,10 +145,9 @@ export async function etcdMembers(h: Host): Promise<EtcdMember[]> {
 
 /** Members and their health (`endpoint status` / `endpoint health` over the cluster, 3 s each). */
 export async function etcdView(h: Host, maxLag: number): Promise<EtcdView> {
-  const members = await etcdMembers(h);
+  // three independent reads on three channels of the one session, side by side.
   // --cluster probes exit non-zero when an endpoint does not answer; their JSON still lists the others
-  const st = await h.exec(etcdCommands.endpointStatus(), { sudo: true });
-  const he = await h.exec(etcdCommands.endpointHealth(), { sudo: true });
+  const [members, st, he] = await Promise.all([etcdMembers(h), h.exec(etcdCommands.endpointStatus(), { sudo: true }), h.exec(etcdCommands.endpointHealth(), { sudo: true })]);
   let status: EtcdEndpointStatus[] = [];
   let health: EtcdEndpointHealth[] = [];
   try {
@@ -203,40 +202,70 @@ export interface HaproxySettings {
   port: number;
 }
 
-/** The runtime API client a host has (`socat` preferred), or undefined. */
-async function runtimeTool(h: Host): Promise<'socat' | 'nc' | undefined> {
-  if (await h.has('socat')) return 'socat';
-  if (await h.has('nc')) return 'nc';
-  return undefined;
+/** Exit status of the runtime client wrapper when the host has neither `socat` nor `nc`. */
+const NO_RUNTIME_TOOL = 127;
+
+/** The shell pipeline sending one runtime API command to `socket` (`socat` preferred, else `nc -U`). */
+function runtimeClient(socket: string, command: string): string {
+  return `printf '%s\\n' ${shq(command)} | { if command -v socat >/dev/null 2>&1; then socat stdio UNIX-CONNECT:${shq(socket)}; elif command -v nc >/dev/null 2>&1; then nc -U -w 3 ${shq(socket)}; else exit ${NO_RUNTIME_TOOL}; fi; }`;
 }
 
-/** Sends one runtime API command over the admin stats socket; undefined when there is no way to. */
-export async function haproxyRuntime(h: Host, configText: string, command: string): Promise<ExecResult | undefined> {
-  const socket = adminSocketPath(configText);
-  if (!socket) return undefined;
-  const tool = await runtimeTool(h);
-  if (!tool) return undefined;
-  const client = tool === 'socat' ? `socat stdio UNIX-CONNECT:${shq(socket)}` : `nc -U -w 3 ${shq(socket)}`;
-  return h.exec(`printf '%s\\n' ${shq(command)} | ${client}`, { sudo: true });
+function runtimeResult(r: ExecResult): ExecResult | undefined {
+  return r.code === NO_RUNTIME_TOOL && r.stdout.trim() === '' ? undefined : r;
 }
 
 /**
- * Installs a new configuration: written to a private temp file, checked with `haproxy -c -f`
- * (a failing check leaves the live file untouched), copied in place, then HAProxy is reloaded.
+ * Sends one runtime API command over the admin stats socket, in one round trip; undefined when
+ * there is no way to (no socket in the configuration, no client on the host).
  */
-export async function installHaproxyConfig(h: Host, s: HaproxySettings, text: string): Promise<void> {
-  const tmp = h.tempPath('healvnfm-haproxy');
-  await h.session.upload(tmp, text, { mode: 0o600 });
-  try {
-    const check = await h.exec(`haproxy -c -f ${shq(tmp)}`, { sudo: true });
-    if (check.code !== 0) {
-      throw vnfmError('VNFM_ERR_MGMT_COMMAND', `the new HAProxy configuration of ${h.name} is invalid (haproxy -c exit ${check.code}): ${lastLines(check.stderr || check.stdout)}; the live configuration was not changed`);
-    }
-    await h.sudo(`cat ${shq(tmp)} > ${shq(s.configPath)}`, { label: `write ${s.configPath}` });
-  } finally {
-    await h.exec(`rm -f ${shq(tmp)}`, { sudo: true }).catch(() => undefined);
+export async function haproxyRuntime(h: Host, configText: string, command: string): Promise<ExecResult | undefined> {
+  const socket = adminSocketPath(configText);
+  if (!socket) return undefined;
+  return runtimeResult(await h.exec(runtimeClient(socket, command), { sudo: true }));
+}
+
+/** Exit status of {@link installHaproxyConfig}'s script when `haproxy -c` refused the new file. */
+const CONFIG_INVALID = 97;
+
+/** A runtime API command run inside the install script, its output framed by `tag` on stdout. */
+function framedRuntime(socket: string, command: string, tag: string): string {
+  return `rt_out=$(${runtimeClient(socket, command)} 2>&1); rt=$?; printf '@@%s-begin@@\\n%s\\n@@%s-end %s@@\\n' ${tag} "$rt_out" ${tag} "$rt"`;
+}
+
+function unframe(stdout: string, tag: string): ExecResult | undefined {
+  const m = new RegExp(`@@${tag}-begin@@\\n([\\s\\S]*?)\\n@@${tag}-end (\\d+)@@`).exec(stdout);
+  if (!m) return undefined;
+  return runtimeResult({ code: Number(m[2]), stdout: m[1] as string, stderr: '' } as ExecResult);
+}
+
+/**
+ * Installs a new configuration in one round trip: the text (on stdin) goes to a private temp file,
+ * is checked with `haproxy -c -f` (a failing check leaves the live file untouched), copied in place
+ * (same inode), and HAProxy is reloaded; the temp file is removed in every case. `before` / `after`:
+ * runtime API commands sent (over the live configuration's admin socket) before the new file is
+ * checked / after the reload, in the same round trip; their answers are returned.
+ */
+export async function installHaproxyConfig(h: Host, s: HaproxySettings, text: string, rt: { before?: string; after?: string; socket?: string } = {}): Promise<{ before?: ExecResult; after?: ExecResult }> {
+  const socket = rt.socket ?? adminSocketPath(text);
+  const script = [
+    'umask 077',
+    ...(rt.before && socket ? [framedRuntime(socket, rt.before, 'before')] : []),
+    't=$(mktemp /tmp/healvnfm-haproxy-XXXXXXXX) || exit 1',
+    `trap 'rm -f "$t" "$t.check"' EXIT`,
+    'cat > "$t"',
+    `if ! haproxy -c -f "$t" >"$t.check" 2>&1; then cat "$t.check" >&2; exit ${CONFIG_INVALID}; fi`,
+    `cat "$t" > ${shq(s.configPath)} || exit 1`,
+    rt.after && socket ? `${s.reloadCommand} || exit $?` : s.reloadCommand,
+    ...(rt.after && socket ? [framedRuntime(socket, rt.after, 'after')] : []),
+  ].join('\n');
+  const r = await h.exec(script, { sudo: true, stdin: text });
+  if (r.code === CONFIG_INVALID) {
+    throw vnfmError('VNFM_ERR_MGMT_COMMAND', `the new HAProxy configuration of ${h.name} is invalid (haproxy -c): ${lastLines(r.stderr || r.stdout)}; the live configuration was not changed`);
   }
-  await h.sudo(s.reloadCommand, { label: 'reload haproxy' });
+  if (r.code !== 0) throw vnfmError('VNFM_ERR_MGMT_COMMAND', `installing the HAProxy configuration on ${h.name} failed (exit ${r.code}): ${lastLines(r.stderr || r.stdout)}`);
+  const before = rt.before ? unframe(r.stdout, 'before') : undefined;
+  const after = rt.after ? unframe(r.stdout, 'after') : undefined;
+  return { ...(before ? { before } : {}), ...(after ? { after } : {}) };
 }
 
 /** Result of taking a master out of a survivor's HAProxy. */
@@ -247,17 +276,17 @@ export interface HaproxyRemoval {
 
 /**
  * Takes server `name` out of the backend: runtime `maint` first (immediate, no restart), then the
- * file without that exact server line, validated, in place, reloaded. Nothing changes when the
- * server is not in the file (already done).
+ * file without that exact server line, validated, in place, reloaded (one round trip after the
+ * read). Nothing changes when the server is not in the file (already done).
  */
 export async function haproxyRemoveServer(h: Host, s: HaproxySettings, name: string): Promise<HaproxyRemoval> {
   const text = await h.read(s.configPath, true);
   if (listServers(text, s.backend) === undefined) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${s.configPath} of ${h.name} has no backend ${s.backend}`);
   const next = removeServer(text, s.backend, name);
   if (!next.changed) return { runtime: 'unavailable', fileChanged: false };
-  const r = await haproxyRuntime(h, text, runtime.maint(s.backend, name));
+  const socket = adminSocketPath(text);
+  const { before: r } = await installHaproxyConfig(h, s, next.text, { before: runtime.maint(s.backend, name), ...(socket ? { socket } : {}) });
   const rt: HaproxyRemoval['runtime'] = r === undefined ? 'unavailable' : r.code === 0 && !/No such|not found|Unknown/i.test(r.stdout) ? 'maint' : 'failed';
-  await installHaproxyConfig(h, s, next.text);
   return { runtime: rt, fileChanged: true };
 }
 
@@ -269,8 +298,7 @@ export async function haproxyRemoveServer(h: Host, s: HaproxySettings, name: str
 export async function haproxyAddServer(h: Host, s: HaproxySettings, name: string, ip: string): Promise<{ fileChanged: boolean; verifiedBy: 'runtime' | 'file' }> {
   const text = await h.read(s.configPath, true);
   const next = addServer(text, s.backend, name, ip, s.port);
-  if (next.changed) await installHaproxyConfig(h, s, next.text);
-  const state = await haproxyRuntime(h, next.text, runtime.showState(s.backend));
+  const state = next.changed ? (await installHaproxyConfig(h, s, next.text, { after: runtime.showState(s.backend) })).after : await haproxyRuntime(h, next.text, runtime.showState(s.backend));
   const host = ip.includes(':') ? `[${ip}]` : ip;
   if (state && state.code === 0 && /srv_name/.test(state.stdout)) {
     const servers: ServerState[] = parseServersState(state.stdout);

@@ -91,7 +91,12 @@ export class RunContext {
   step<T>(name: string, node: string | undefined, fn: () => Promise<T>): Promise<T> {
     return this.ctx.step(`${this.ctx.hook}:${name}${node ? `:${node}` : ''}`, async () => {
       this.progress(name, node);
-      return fn();
+      const t0 = this.clock.now();
+      try {
+        return await fn();
+      } finally {
+        this.ctx.log.info({ hook: this.ctx.hook, driver: 'k8s-kubeadm', step: name, ...(node ? { node } : {}), ms: this.clock.now() - t0 }, 'driver step finished');
+      }
     });
   }
 

@@ -25,19 +25,35 @@
 import { createHash } from 'node:crypto';
 import { vnfmError } from '../../../errors.ts';
 import { KeystoneAuth } from '../../../infra/openstack/keystone-auth.ts';
+import { fetchForVimTls } from '../../../net/tls-fetch.ts';
 import type { VnfcResourceInfo } from '../../../model/vnf-instance.ts';
 import type { VimConnection } from '../../../vims/vim-registry.ts';
 import type { HookName, MgmtContext, MgmtDriver, MgmtResult } from '../../mgmt-driver.ts';
 import { type AlarmClientOptions, ServerNotifierClient } from './alarm-client.ts';
 
 /** Instance metadata keys holding the Server Notifier settings (Tacker's names). */
-export const SERVER_NOTIFIER_KEYS = { uri: 'ServerNotifierUri', faultIds: 'ServerNotifierFaultID' } as const;
+export const SERVER_NOTIFIER_KEYS = { uri: 'ServerNotifierUri', id: 'ServerNotifierId', faultIds: 'ServerNotifierFaultID' } as const;
+
+/** A Server Notifier registered by an admin, as the driver needs it. */
+export interface RegisteredNotifier {
+  id: string;
+  uri: string;
+  sendToken: boolean;
+}
+
+/**
+ * Resolves the notifier a request or an instance names to its registration for one of `vimIds`;
+ * throws (422) when it is not registered for them. Only registered notifiers are ever called.
+ */
+export type NotifierResolver = (ref: { id?: string; uri?: string }, vimIds: readonly string[]) => Promise<RegisteredNotifier>;
 
 /** The key inside `vnfcResourceInfo.metadata` (Tacker's name). */
 export const VNFC_ALARM_KEY = 'server_notification';
 
 /** Options of {@link createServerNotifierMgmtDriver}. */
 export interface ServerNotifierDriverOptions extends AlarmClientOptions {
+  /** The registered notifiers (without it, no notifier is called: every hook that would is refused). */
+  notifiers?: NotifierResolver;
   /** Options of the Keystone sessions (tests). */
   keystone?: { http?: import('../../../infra/openstack/http-retry.ts').HttpRetryOptions };
 }
@@ -54,6 +70,7 @@ interface JournalEntry {
 /** The driver's persisted state in one op. */
 interface Journal {
   uri?: string;
+  notifierId?: string;
   faultIds?: string[];
   entries: Record<string, JournalEntry>;
 }
@@ -96,19 +113,21 @@ function needsRegistration(r: VnfcResourceInfo): boolean {
   return !reg || (reg.serverId !== undefined && reg.serverId !== r.computeResource.resourceId);
 }
 
-/** The Server Notifier settings in force for a hook, or undefined when the driver is off. */
-function settingsOf(ctx: MgmtContext, journal: Journal | undefined): { uri: string; faultIds: string[] } | undefined {
+/** The Server Notifier settings in force for a hook (a notifier named by uri and/or id), or undefined when the driver is off. */
+function settingsOf(ctx: MgmtContext, journal: Journal | undefined): { uri?: string; id?: string; faultIds: string[] } | undefined {
   if (ctx.hook.startsWith('instantiate_')) {
     const ap = ctx.command.operation === 'INSTANTIATE' ? ctx.command.additionalParams : {};
     const uri = str(ap[SERVER_NOTIFIER_KEYS.uri]);
+    const id = str(ap[SERVER_NOTIFIER_KEYS.id]);
     const faultIds = idList(ap[SERVER_NOTIFIER_KEYS.faultIds]);
-    if (uri && faultIds) return { uri, faultIds };
+    if ((uri || id) && faultIds) return { ...(uri ? { uri } : {}), ...(id ? { id } : {}), faultIds };
   }
   const md = ctx.instance.metadata ?? {};
   const imd = ctx.instance.instantiatedVnfInfo?.metadata ?? {};
   const uri = str(md[SERVER_NOTIFIER_KEYS.uri]) ?? str(imd[SERVER_NOTIFIER_KEYS.uri]) ?? journal?.uri;
+  const id = str(md[SERVER_NOTIFIER_KEYS.id]) ?? str(imd[SERVER_NOTIFIER_KEYS.id]) ?? journal?.notifierId;
   const faultIds = idList(md[SERVER_NOTIFIER_KEYS.faultIds]) ?? idList(imd[SERVER_NOTIFIER_KEYS.faultIds]) ?? journal?.faultIds;
-  return uri && faultIds ? { uri, faultIds } : undefined;
+  return (uri || id) && faultIds ? { ...(uri ? { uri } : {}), ...(id ? { id } : {}), faultIds } : undefined;
 }
 
 function journalOf(ctx: MgmtContext): Journal | undefined {
@@ -142,16 +161,22 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     ctx.state.serverNotifier = journal;
     const settings = settingsOf(ctx, journal);
     if (settings) {
-      journal.uri = settings.uri;
+      if (settings.uri !== undefined) journal.uri = settings.uri;
+      else delete journal.uri;
+      if (settings.id !== undefined) journal.notifierId = settings.id;
+      else delete journal.notifierId;
       journal.faultIds = settings.faultIds;
     }
-    if (!journal.uri) return;
-    const client = this.client(ctx, journal.uri);
+    if (!journal.uri && !journal.notifierId) return;
+    // Only a notifier an admin registered for this instance's VIM is ever called (checked on every
+    // hook: the instance metadata naming it can change after the request was accepted).
+    const notifier = await this.resolve(ctx, journal);
+    const client = this.client(ctx, notifier);
     const vnfcs = ctx.instance.instantiatedVnfInfo?.vnfcResourceInfo ?? [];
     switch (ctx.hook) {
       case 'instantiate_end': {
         const r = await this.registerAll(ctx, client, journal, vnfcs);
-        return { ...r, metadata: { [SERVER_NOTIFIER_KEYS.uri]: journal.uri, [SERVER_NOTIFIER_KEYS.faultIds]: journal.faultIds ?? [] } };
+        return { ...r, metadata: { [SERVER_NOTIFIER_KEYS.uri]: journal.uri ?? notifier.uri, ...(journal.notifierId ? { [SERVER_NOTIFIER_KEYS.id]: journal.notifierId } : {}), [SERVER_NOTIFIER_KEYS.faultIds]: journal.faultIds ?? [] } };
       }
       case 'scale_end':
       case 'heal_end':
@@ -159,7 +184,7 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
       case 'terminate_start': {
         await this.unregisterAll(ctx, client, journal, vnfcs);
         // Later instantiations bring their own settings.
-        return { metadata: { [SERVER_NOTIFIER_KEYS.uri]: null, [SERVER_NOTIFIER_KEYS.faultIds]: null } };
+        return { metadata: { [SERVER_NOTIFIER_KEYS.uri]: null, [SERVER_NOTIFIER_KEYS.id]: null, [SERVER_NOTIFIER_KEYS.faultIds]: null } };
       }
       case 'scale_start':
         return this.unregisterAll(ctx, client, journal, this.removedServers(ctx, vnfcs));
@@ -261,9 +286,22 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     return vnfcs.filter((r) => wanted.has(r.id));
   }
 
-  private client(ctx: MgmtContext, uri: string): ServerNotifierClient {
+  private async resolve(ctx: MgmtContext, journal: Journal): Promise<RegisteredNotifier> {
+    const resolver = this.opts.notifiers;
+    if (!resolver) throw vnfmError('VNFM_ERR_MGMT_REFUSED', 'Server Notifier: no registered Server Notifiers are available to this driver; nothing was sent');
+    const vimId = ctx.vim?.vimId;
+    try {
+      return await resolver({ ...(journal.notifierId ? { id: journal.notifierId } : {}), ...(journal.uri ? { uri: journal.uri } : {}) }, vimId ? [vimId] : []);
+    } catch (e) {
+      throw vnfmError('VNFM_ERR_MGMT_REFUSED', `Server Notifier: ${(e as Error).message}; nothing was sent`);
+    }
+  }
+
+  private client(ctx: MgmtContext, notifier: RegisteredNotifier): ServerNotifierClient {
+    const uri = notifier.uri;
     const vim = ctx.vim;
-    const auth = vim ? this.keystone(vim) : undefined;
+    // The VIM's token only when the registration asks for it (the narrowest credential that works).
+    const auth = vim && notifier.sendToken ? this.keystone(vim) : undefined;
     const ai = vim?.accessInfo ?? {};
     const tenant = str(ai.project) ?? str(ai.projectName) ?? str(ai.tenant) ?? str(ai.projectId) ?? str(ai.tenantId);
     if (!tenant) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'Server Notifier: the VIM connection names no project (accessInfo.project), which is the tenant of the alarm API');
@@ -282,7 +320,8 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     if (!authUrl || !/^https?:\/\//.test(authUrl) || !username || password === undefined || (!projectName && !projectId)) return undefined;
     const userDomain = str(ai.userDomain) ?? str(ai.userDomainName) ?? 'Default';
     const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
-    const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain])).digest('hex');
+    const tlsFetchOf = fetchForVimTls(ii);
+    const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null])).digest('hex');
     let auth = this.sessions.get(key);
     if (!auth) {
       auth = new KeystoneAuth({
@@ -292,7 +331,7 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
         ...(projectId ? { projectId } : { projectName: projectName as string }),
         userDomainName: userDomain,
         projectDomainName: projectDomain,
-        ...(this.opts.keystone?.http ? { http: this.opts.keystone.http } : {}),
+        ...(this.opts.keystone?.http || tlsFetchOf ? { http: { ...(this.opts.keystone?.http ?? {}), ...(tlsFetchOf ? { fetch: tlsFetchOf } : {}) } } : {}),
       });
       this.sessions.set(key, auth);
     }

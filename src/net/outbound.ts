@@ -1,0 +1,242 @@
+/**
+ * Outbound request rules: which URLs the VNFM may call on behalf of an API client (subscription
+ * callbacks and their OAuth 2.0 token endpoints, the NFVO's grant and token URLs, Server Notifier
+ * endpoints). A URL is refused when its host is, or resolves to, an address of a denied range:
+ *
+ * - built in: loopback (127.0.0.0/8, ::1), "this host" (0.0.0.0/8, ::), link-local
+ *   (169.254.0.0/16, fe80::/10, which holds the cloud metadata service 169.254.169.254), the other
+ *   well-known metadata addresses (100.100.100.200, fd00:ec2::254) and `metadata.google.internal`;
+ * - the VNFM's own API address (its listen address and port, on any local interface when it
+ *   listens on all of them);
+ * - `outbound.deny` (CIDRs, addresses or host names; `*.example.com` matches sub-domains).
+ *
+ * `outbound.allow` (same forms) wins over the built-in and configured denials, for labs and tests
+ * whose endpoints live on loopback; it does not open the VNFM's own API address.
+ *
+ * Checked twice: when the URL is accepted (subscription creation, notifier registration, start-up
+ * for the NFVO), answered 422 with the reason; and again right before each request
+ * ({@link OutboundGuard.fetch}), with a fresh name resolution, so a host name whose DNS answer
+ * changed to a denied address after it was accepted (DNS rebinding) is refused too. The request
+ * itself resolves the name once more; the window between the two resolutions is not closed (see
+ * docs/security.md, "Outbound requests").
+ */
+import { lookup } from 'node:dns/promises';
+import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
+
+/** The configurable part of the rules (config `outbound`). */
+export interface OutboundRules {
+  /** CIDRs, addresses or host names always allowed (except the VNFM's own API address). */
+  allow: readonly string[];
+  /** CIDRs, addresses or host names refused in addition to the built-in ranges. */
+  deny: readonly string[];
+}
+
+/** Address ranges refused unless allowed, with the name given in the reason. */
+const BUILTIN_DENY: readonly [cidr: string, what: string][] = [
+  ['127.0.0.0/8', 'a loopback address'],
+  ['::1/128', 'a loopback address'],
+  ['0.0.0.0/8', 'a "this host" address'],
+  ['::/128', 'the unspecified address'],
+  ['169.254.0.0/16', 'a link-local address (cloud metadata service)'],
+  ['fe80::/10', 'a link-local address'],
+  ['100.100.100.200/32', 'a cloud metadata service address'],
+  ['fd00:ec2::254/128', 'a cloud metadata service address'],
+];
+const BUILTIN_DENY_NAMES = ['metadata.google.internal', 'metadata'];
+
+/** Error thrown by {@link OutboundGuard.fetch} for a refused URL (`cause.code` is `VNFM_OUTBOUND_DENIED`). */
+export class OutboundDeniedError extends TypeError {
+  readonly reason: string;
+  constructor(reason: string) {
+    super(`outbound request refused: ${reason}`, { cause: { code: 'VNFM_OUTBOUND_DENIED', message: reason } });
+    this.name = 'OutboundDeniedError';
+    this.reason = reason;
+  }
+}
+
+interface Matcher {
+  ips: BlockList;
+  names: string[];
+}
+
+function family(addr: string): 'ipv4' | 'ipv6' {
+  return isIP(addr) === 6 ? 'ipv6' : 'ipv4';
+}
+
+/** An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) as its IPv4 form; brackets removed. */
+export function normalizeAddress(a: string): string {
+  const s = a.replace(/^\[|\]$/g, '').toLowerCase();
+  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(s);
+  return m ? (m[1] as string) : s;
+}
+
+/** Parses rule entries; throws naming the bad entry. */
+function matcher(entries: readonly string[], where: string): Matcher {
+  const ips = new BlockList();
+  const names: string[] = [];
+  for (const raw of entries) {
+    const e = String(raw).trim();
+    if (e === '') continue;
+    const slash = e.indexOf('/');
+    if (slash > 0) {
+      const net = normalizeAddress(e.slice(0, slash));
+      const bits = Number(e.slice(slash + 1));
+      const v = isIP(net);
+      if (!v || !Number.isInteger(bits) || bits < 0 || bits > (v === 4 ? 32 : 128)) throw new Error(`${where}: '${e}' is not a CIDR`);
+      ips.addSubnet(net, bits, family(net));
+    } else if (isIP(normalizeAddress(e))) {
+      const a = normalizeAddress(e);
+      ips.addAddress(a, family(a));
+    } else if (/^(\*\.)?[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*\.?$/i.test(e)) {
+      names.push(e.toLowerCase().replace(/\.$/, ''));
+    } else {
+      throw new Error(`${where}: '${e}' is not a CIDR, an address or a host name`);
+    }
+  }
+  return { ips, names };
+}
+
+function nameMatches(names: readonly string[], host: string): boolean {
+  return names.some((n) => (n.startsWith('*.') ? host.endsWith(n.slice(1)) : host === n));
+}
+
+/** Checks entries of `outbound.allow` / `outbound.deny`; returns the first problem or undefined. */
+export function validateOutboundRules(r: OutboundRules): string | undefined {
+  try {
+    matcher(r.allow, 'outbound.allow');
+    matcher(r.deny, 'outbound.deny');
+    return undefined;
+  } catch (e) {
+    return (e as Error).message;
+  }
+}
+
+/** The VNFM's own API address: listen host and port (set once it listens). */
+export interface OwnAddress {
+  host: string;
+  port: number;
+}
+
+/** Applies the outbound rules. */
+export class OutboundGuard {
+  private readonly allow: Matcher;
+  private readonly deny: Matcher;
+  private readonly builtin = new Map<string, BlockList>();
+  private readonly trusted = new Set<string>();
+
+  constructor(
+    rules: OutboundRules,
+    /** The VNFM's own API address, read at each check (the port is known only once it listens). */
+    private readonly own: () => OwnAddress | undefined = () => undefined,
+    /** Name resolution (tests). */
+    private readonly resolve: (host: string) => Promise<string[]> = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
+  ) {
+    this.allow = matcher(rules.allow, 'outbound.allow');
+    this.deny = matcher(rules.deny, 'outbound.deny');
+    for (const [cidr, what] of BUILTIN_DENY) {
+      const l = this.builtin.get(what) ?? new BlockList();
+      const [net, bits] = cidr.split('/') as [string, string];
+      l.addSubnet(net, Number(bits), family(net));
+      this.builtin.set(what, l);
+    }
+  }
+
+  /**
+   * Trusts one origin (scheme, host and port) whatever the rules say: endpoints the VNFM itself
+   * started on this host (the simulated cloud). Not configurable; only the composition root calls it.
+   */
+  trustOrigin(url: string): void {
+    this.trusted.add(new URL(url).origin);
+  }
+
+  /** Why one resolved address is refused for `port`, or undefined. */
+  private addressRefusal(addr: string, port: number): string | undefined {
+    const a = normalizeAddress(addr);
+    const f = family(a);
+    const own = this.own();
+    if (own && own.port === port) {
+      const ownHost = normalizeAddress(own.host);
+      const anyIf = ownHost === '0.0.0.0' || ownHost === '::';
+      const local = anyIf ? localAddresses() : new Set([ownHost]);
+      if (local.has(a) || (anyIf && this.isLoopback(a))) return `${a}:${port} is the VNFM's own API address`;
+    }
+    if (this.allow.ips.check(a, f)) return undefined;
+    if (this.deny.ips.check(a, f)) return `${a} is in a denied range (outbound.deny)`;
+    for (const [what, l] of this.builtin) if (l.check(a, f)) return `${a} is ${what}`;
+    return undefined;
+  }
+
+  private isLoopback(a: string): boolean {
+    return this.builtin.get('a loopback address')?.check(a, family(a)) ?? false;
+  }
+
+  /**
+   * Why `url` may not be called, or undefined when it may. Resolves the host name (all its
+   * addresses must be acceptable); a name that does not resolve is refused.
+   */
+  async check(url: string): Promise<string | undefined> {
+    let u: URL;
+    try {
+      u = new URL(url);
+    } catch {
+      return 'not a valid URL';
+    }
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return `scheme ${u.protocol} is not allowed (http or https only)`;
+    if (u.username || u.password) return 'credentials in the URL are not allowed';
+    if (this.trusted.has(u.origin)) return undefined;
+    const host = normalizeAddress(u.hostname).replace(/\.$/, '');
+    const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
+    let addrs: string[];
+    if (isIP(host)) addrs = [host];
+    else {
+      const ownHostAllowed = nameMatches(this.allow.names, host);
+      if (!ownHostAllowed && (nameMatches(this.deny.names, host) || BUILTIN_DENY_NAMES.includes(host))) return `host ${host} is denied`;
+      try {
+        addrs = await this.resolve(host);
+      } catch {
+        return `host ${host} does not resolve`;
+      }
+      if (addrs.length === 0) return `host ${host} does not resolve`;
+      if (ownHostAllowed) {
+        // An allowed name still may not point at the VNFM itself.
+        for (const a of addrs) {
+          const why = this.addressRefusal(a, port);
+          if (why?.includes("VNFM's own")) return `host ${host} resolves to ${why}`;
+        }
+        return undefined;
+      }
+    }
+    for (const a of addrs) {
+      const why = this.addressRefusal(a, port);
+      if (why) return isIP(host) ? why : `host ${host} resolves to ${why}`;
+    }
+    return undefined;
+  }
+
+  /**
+   * A fetch that checks each URL right before the request (and does not follow redirects to
+   * unchecked places: `redirect` defaults to `manual`). A refused URL rejects with
+   * {@link OutboundDeniedError}, like a network error.
+   */
+  fetch(base: typeof fetch = globalThis.fetch): typeof fetch {
+    const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      const url = typeof input === 'string' ? input : input instanceof URL ? input.toString() : input.url;
+      const why = await this.check(url);
+      if (why) throw new OutboundDeniedError(why);
+      return base(input, { redirect: 'manual', ...(init ?? {}) });
+    };
+    return guarded as typeof fetch;
+  }
+}
+
+function localAddresses(): Set<string> {
+  const out = new Set<string>();
+  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) out.add(normalizeAddress(i.address));
+  return out;
+}
+
+/** A guard that allows everything except the built-in ranges (for callers given no rules). */
+export function defaultOutboundGuard(): OutboundGuard {
+  return new OutboundGuard({ allow: [], deny: [] });
+}
