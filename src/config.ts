@@ -8,6 +8,97 @@ import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import { isIP } from 'node:net';
 
+/** API authentication modes. */
+export type ApiAuthMode = 'none' | 'token' | 'keystone' | 'oauth2' | 'mtls';
+export const API_AUTH_MODES: readonly ApiAuthMode[] = ['none', 'token', 'keystone', 'oauth2', 'mtls'];
+/** API roles, weakest first. */
+export type ApiRole = 'reader' | 'operator' | 'admin';
+export const API_ROLES: readonly ApiRole[] = ['reader', 'operator', 'admin'];
+
+/** One static API token with who it stands for. */
+export interface ApiTokenEntry {
+  token: string;
+  /** @default 'token-<n>' */
+  name?: string;
+  /** Project (tenant) of the token; none: the resources created without a project. */
+  project?: string;
+  /** @default 'admin' (a bare token string is an admin, as before roles existed) */
+  role?: ApiRole;
+}
+
+/** Who may read `/metrics` or `/docs`: anybody, clients on a loopback address only (others must authenticate), or authenticated callers only. */
+export type OpenEndpointRule = 'open' | 'loopback' | 'authenticated';
+
+/** A client certificate mapped to a principal (mode 'mtls'). */
+export interface MtlsClientEntry {
+  /** Subject common name (CN) of the certificate. */
+  subjectCn?: string;
+  /** SHA-256 fingerprint of the certificate (hex, colons allowed). */
+  fingerprint256?: string;
+  name: string;
+  project?: string;
+  role: ApiRole;
+}
+
+/** Settings of the API authentication modes, roles and policy. */
+export interface AuthConfig {
+  /** Run without authentication ('none') on a non-loopback address anyway. @default false */
+  allowUnauthenticated: boolean;
+  /** A JSON or YAML file of `"METHOD /route": role|"open"` overriding the policy table. @default undefined */
+  policyFile: string | undefined;
+  /** `/metrics`. @default 'loopback' */
+  metrics: OpenEndpointRule;
+  /** `/docs` (OpenAPI UI and JSON). @default 'loopback' */
+  docs: OpenEndpointRule;
+  /** Longest accepted credential header (X-Auth-Token, Authorization); longer is a 400. @default 8192 */
+  maxCredentialBytes: number;
+  keystone: {
+    /** Keystone v3 URL, e.g. http://keystone:5000/v3. */
+    authUrl: string | undefined;
+    /** The VNFM's service user (validates the callers' tokens). */
+    username: string | undefined;
+    password: string | undefined;
+    projectName: string | undefined;
+    /** @default 'Default' */
+    userDomainName: string;
+    /** @default 'Default' */
+    projectDomainName: string;
+    /** A validated token is cached until it expires, at most this long. @default 300000 */
+    cacheTtlMs: number;
+    /** Most cached tokens (oldest dropped first). @default 10000 */
+    cacheMaxEntries: number;
+    /** Timeout of a request to Keystone. @default 10000 */
+    timeoutMs: number;
+    /** Keystone role name -> VNFM role (the strongest mapped role wins). @default admin->admin, member->operator, reader->reader */
+    roleMap: Record<string, ApiRole>;
+  };
+  oauth2: {
+    /** Lifetime of a token of the built-in endpoint. @default 3600 */
+    tokenTtlSeconds: number;
+    /** OAuth scope -> VNFM role; the role names themselves are scopes too. @default {} */
+    scopeMap: Record<string, ApiRole>;
+    /** External authorization server (RFC 7662); when set, tokens unknown to the built-in endpoint are introspected there. */
+    introspection: {
+      endpoint: string | undefined;
+      clientId: string | undefined;
+      clientSecret: string | undefined;
+      /** Active answers are cached until the token expires, at most this long. @default 60000 */
+      cacheTtlMs: number;
+      /** Claim holding the project. @default 'project' */
+      projectClaim: string;
+    };
+  };
+  mtls: {
+    /** PEM files of the HTTPS listener (with 'mtls' the API listens on HTTPS). */
+    certFile: string | undefined;
+    keyFile: string | undefined;
+    /** PEM CA bundle client certificates must chain to. */
+    caFile: string | undefined;
+    /** Certificates -> principals; a verified certificate not listed here is refused. */
+    clients: MtlsClientEntry[];
+  };
+}
+
 /** Options of the VNFM process. */
 export interface VnfmConfig {
   /** Listen address. @default '127.0.0.1' */
@@ -43,10 +134,18 @@ export interface VnfmConfig {
   maxBodyBytes: number;
   /** Max VNF package upload size in bytes. @default 512 MiB */
   maxPackageBytes: number;
-  /** API authentication: 'none' (lab), or 'token' (X-Auth-Token / Bearer must be one of `apiTokens`). @default 'none' */
-  apiAuth: 'none' | 'token';
-  /** Accepted API tokens when `apiAuth` is 'token'. */
-  apiTokens: string[];
+  /**
+   * API authentication modes (docs/security.md), one or several: 'token' (static `apiTokens`),
+   * 'keystone' (X-Auth-Token validated by Keystone), 'oauth2' (SOL013 client credentials: the
+   * built-in `POST /token` or an external server's introspection), 'mtls' (client certificates).
+   * 'none' (no authentication) only on a loopback address unless `auth.allowUnauthenticated`.
+   * A single string is a list of one. @default 'none'
+   */
+  apiAuth: ApiAuthMode | ApiAuthMode[];
+  /** Static API tokens (mode 'token'): a bare string (an admin without project) or an entry with its name, project and role. */
+  apiTokens: (string | ApiTokenEntry)[];
+  /** Authentication and authorization details of the modes (docs/security.md). */
+  auth: AuthConfig;
   /** Liveness (`/healthz`) and readiness (`/readyz`) probes. */
   health: {
     /** Probes answer without a token even when `apiAuth` is 'token'. @default true */
@@ -302,6 +401,27 @@ export function defaultConfig(): VnfmConfig {
     maxPackageBytes: 512 * 1024 * 1024,
     apiAuth: 'none',
     apiTokens: [],
+    auth: {
+      allowUnauthenticated: false,
+      policyFile: undefined,
+      metrics: 'loopback',
+      docs: 'loopback',
+      maxCredentialBytes: 8192,
+      keystone: {
+        authUrl: undefined,
+        username: undefined,
+        password: undefined,
+        projectName: undefined,
+        userDomainName: 'Default',
+        projectDomainName: 'Default',
+        cacheTtlMs: 300_000,
+        cacheMaxEntries: 10_000,
+        timeoutMs: 10_000,
+        roleMap: { admin: 'admin', member: 'operator', reader: 'reader' },
+      },
+      oauth2: { tokenTtlSeconds: 3600, scopeMap: {}, introspection: { endpoint: undefined, clientId: undefined, clientSecret: undefined, cacheTtlMs: 60_000, projectClaim: 'project' } },
+      mtls: { certFile: undefined, keyFile: undefined, caFile: undefined, clients: [] },
+    },
     health: { public: true, readyTimeoutMs: 1000, livenessPort: 0, livenessHost: undefined, maxStallMs: 10_000 },
     sim: true,
     simReset: false,
@@ -348,7 +468,21 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_OUTBOUND_DENY: ['outbound.deny', 'list'],
   VNFM_MGMT_SCRIPT_USER: ['mgmt.scriptUser', 'string'],
   VNFM_PAGE_SIZE: ['pageSize', 'number'],
-  VNFM_API_AUTH: ['apiAuth', 'string'],
+  VNFM_API_AUTH: ['apiAuth', 'list'],
+  VNFM_AUTH_ALLOW_UNAUTHENTICATED: ['auth.allowUnauthenticated', 'boolean'],
+  VNFM_AUTH_POLICY_FILE: ['auth.policyFile', 'string'],
+  VNFM_AUTH_METRICS: ['auth.metrics', 'string'],
+  VNFM_AUTH_DOCS: ['auth.docs', 'string'],
+  VNFM_KEYSTONE_AUTH_URL: ['auth.keystone.authUrl', 'string'],
+  VNFM_KEYSTONE_USERNAME: ['auth.keystone.username', 'string'],
+  VNFM_KEYSTONE_PASSWORD: ['auth.keystone.password', 'string'],
+  VNFM_KEYSTONE_PROJECT_NAME: ['auth.keystone.projectName', 'string'],
+  VNFM_OAUTH2_INTROSPECTION_ENDPOINT: ['auth.oauth2.introspection.endpoint', 'string'],
+  VNFM_OAUTH2_INTROSPECTION_CLIENT_ID: ['auth.oauth2.introspection.clientId', 'string'],
+  VNFM_OAUTH2_INTROSPECTION_CLIENT_SECRET: ['auth.oauth2.introspection.clientSecret', 'string'],
+  VNFM_MTLS_CERT_FILE: ['auth.mtls.certFile', 'string'],
+  VNFM_MTLS_KEY_FILE: ['auth.mtls.keyFile', 'string'],
+  VNFM_MTLS_CA_FILE: ['auth.mtls.caFile', 'string'],
   VNFM_API_TOKENS: ['apiTokens', 'list'],
   VNFM_HEALTH_PUBLIC: ['health.public', 'boolean'],
   VNFM_HEALTH_READY_TIMEOUT_MS: ['health.readyTimeoutMs', 'number'],
@@ -447,6 +581,9 @@ const REPLACED_SETTINGS: Record<string, string> = {
   'notifications.maxAttempts': 'notifications.maxAttempts was replaced by notifications.retryForMs: notifications are retried for a duration (ms, default 24 h), not a number of attempts',
 };
 
+/** Map settings whose keys are the user's own (replaced as a whole, not merged key by key). */
+const FREE_FORM_MAPS = new Set(['auth.keystone.roleMap', 'auth.oauth2.scopeMap']);
+
 function merge<T>(base: T, over: unknown, path = ''): T {
   if (over === undefined || over === null || typeof over !== 'object' || Array.isArray(over)) return base;
   const out = { ...(base as Record<string, unknown>) };
@@ -454,6 +591,10 @@ function merge<T>(base: T, over: unknown, path = ''): T {
     const replaced = REPLACED_SETTINGS[`${path}${k}`];
     if (!(k in out)) throw new ConfigError(`unknown setting: ${k}${replaced ? ` (${replaced})` : ''}`);
     const cur = out[k];
+    if (FREE_FORM_MAPS.has(`${path}${k}`)) {
+      out[k] = v;
+      continue;
+    }
     if (v !== null && typeof v === 'object' && !Array.isArray(v) && cur !== null && typeof cur === 'object' && !Array.isArray(cur)) {
       out[k] = merge(cur, v, `${path}${k}.`);
     } else {
@@ -482,6 +623,64 @@ function validateLab(cfg: VnfmConfig): void {
   if (l.enabled && !cfg.sim) throw new ConfigError('lab.enabled needs the simulated cloud (sim): its servers are what the lab turns into hosts (drop --no-sim)');
 }
 
+/** The enabled authentication modes of a config (`apiAuth` as a list). */
+export function authModes(cfg: Pick<VnfmConfig, 'apiAuth'>): readonly ApiAuthMode[] {
+  return typeof cfg.apiAuth === 'string' ? [cfg.apiAuth] : cfg.apiAuth;
+}
+
+/** True for a loopback listen address (127.0.0.0/8, ::1, localhost). */
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::ffff:127.0.0.1';
+}
+
+function validateAuth(cfg: VnfmConfig): void {
+  const modes = authModes(cfg);
+  if (!Array.isArray(modes) || modes.length === 0 || modes.some((m) => !API_AUTH_MODES.includes(m))) {
+    throw new ConfigError(`apiAuth: must be one or more of ${API_AUTH_MODES.join(', ')}, got ${JSON.stringify(cfg.apiAuth)}`);
+  }
+  if (modes.includes('none') && modes.length > 1) throw new ConfigError('apiAuth: none cannot be combined with other modes');
+  if (modes.includes('none') && !isLoopbackHost(cfg.host) && cfg.auth.allowUnauthenticated !== true) {
+    throw new ConfigError(
+      `apiAuth is none (no authentication) but the API listens on ${cfg.host}, which is not a loopback address: anyone who reaches it could run any operation. Enable authentication (apiAuth: token, keystone, oauth2 or mtls) or, to run unauthenticated on purpose, set auth.allowUnauthenticated: true (VNFM_AUTH_ALLOW_UNAUTHENTICATED=true)`,
+    );
+  }
+  if (!Array.isArray(cfg.apiTokens)) throw new ConfigError('apiTokens: must be a list');
+  const seen = new Set<string>();
+  for (const [i, t] of cfg.apiTokens.entries()) {
+    const e = typeof t === 'string' ? { token: t } : t;
+    if (!e || typeof e.token !== 'string' || e.token.length < 1) throw new ConfigError(`apiTokens[${i}]: needs a non-empty token`);
+    if (e.role !== undefined && !API_ROLES.includes(e.role)) throw new ConfigError(`apiTokens[${i}].role: must be one of ${API_ROLES.join(', ')}`);
+    if (e.project !== undefined && (typeof e.project !== 'string' || e.project === '')) throw new ConfigError(`apiTokens[${i}].project: must be a non-empty string`);
+    if (seen.has(e.token)) throw new ConfigError(`apiTokens[${i}]: the same token is listed twice`);
+    seen.add(e.token);
+  }
+  if (modes.includes('token') && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
+  const a = cfg.auth;
+  for (const k of ['metrics', 'docs'] as const) if (!['open', 'loopback', 'authenticated'].includes(a[k])) throw new ConfigError(`auth.${k}: must be open, loopback or authenticated`);
+  if (!Number.isInteger(a.maxCredentialBytes) || a.maxCredentialBytes < 256) throw new ConfigError('auth.maxCredentialBytes: must be an integer >= 256');
+  const k = a.keystone;
+  if (modes.includes('keystone')) {
+    for (const f of ['authUrl', 'username', 'password', 'projectName'] as const) if (!k[f]) throw new ConfigError(`auth.keystone.${f} is required with apiAuth keystone`);
+    if (!/^https?:\/\//.test(k.authUrl ?? '')) throw new ConfigError('auth.keystone.authUrl: must be an http(s) URL of Keystone v3');
+  }
+  for (const [name, role] of Object.entries(k.roleMap)) if (!API_ROLES.includes(role)) throw new ConfigError(`auth.keystone.roleMap.${name}: must be one of ${API_ROLES.join(', ')}`);
+  for (const f of ['cacheTtlMs', 'cacheMaxEntries', 'timeoutMs'] as const) if (!Number.isInteger(k[f]) || k[f] < 1) throw new ConfigError(`auth.keystone.${f}: must be an integer >= 1`);
+  const o = a.oauth2;
+  if (!Number.isInteger(o.tokenTtlSeconds) || o.tokenTtlSeconds < 1) throw new ConfigError('auth.oauth2.tokenTtlSeconds: must be an integer >= 1');
+  for (const [name, role] of Object.entries(o.scopeMap)) if (!API_ROLES.includes(role)) throw new ConfigError(`auth.oauth2.scopeMap.${name}: must be one of ${API_ROLES.join(', ')}`);
+  if (o.introspection.endpoint && !/^https?:\/\//.test(o.introspection.endpoint)) throw new ConfigError('auth.oauth2.introspection.endpoint: must be an http(s) URL');
+  if (o.introspection.endpoint && (!o.introspection.clientId || !o.introspection.clientSecret)) throw new ConfigError('auth.oauth2.introspection: clientId and clientSecret are required with an endpoint');
+  const m = a.mtls;
+  if (modes.includes('mtls')) {
+    for (const f of ['certFile', 'keyFile', 'caFile'] as const) if (!m[f]) throw new ConfigError(`auth.mtls.${f} is required with apiAuth mtls`);
+  }
+  for (const [i, c] of m.clients.entries()) {
+    if (!c.subjectCn && !c.fingerprint256) throw new ConfigError(`auth.mtls.clients[${i}]: needs subjectCn or fingerprint256`);
+    if (!c.name || !API_ROLES.includes(c.role)) throw new ConfigError(`auth.mtls.clients[${i}]: needs a name and a role (${API_ROLES.join(', ')})`);
+  }
+}
+
 /**
  * Layers defaults < file < env < flags, fills derived defaults and validates. Throws
  * {@link ConfigError} naming the first bad setting.
@@ -494,8 +693,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (layers.flags) cfg = merge(cfg, layers.flags);
   if (!Number.isInteger(cfg.port) || cfg.port < 0 || cfg.port > 65535) throw new ConfigError(`port: must be 0-65535, got ${cfg.port}`);
   if (!Number.isInteger(cfg.pageSize) || cfg.pageSize < 0) throw new ConfigError(`pageSize: must be >= 0`);
-  if (!['none', 'token'].includes(cfg.apiAuth)) throw new ConfigError(`apiAuth: must be none or token`);
-  if (cfg.apiAuth === 'token' && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
+  validateAuth(cfg);
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
   {
     const v = cfg.vim;
@@ -557,7 +755,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (cfg.packages.maxOldGenerationSizeMb < 16) throw new ConfigError('packages.maxOldGenerationSizeMb must be >= 16');
   validateLab(cfg);
   if (!cfg.runner.workerId) cfg.runner.workerId = `${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
-  if (!cfg.publicUrl) cfg.publicUrl = `http://${cfg.host === '0.0.0.0' ? '127.0.0.1' : cfg.host}:${cfg.port}`;
+  if (!cfg.publicUrl) cfg.publicUrl = `${authModes(cfg).includes('mtls') ? 'https' : 'http'}://${cfg.host === '0.0.0.0' ? '127.0.0.1' : cfg.host}:${cfg.port}`;
   cfg.publicUrl = cfg.publicUrl.replace(/\/+$/, '');
   return cfg;
 }

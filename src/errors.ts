@@ -27,6 +27,8 @@ export const ERRORS = {
   VNFM_ERR_API_BAD_REQUEST: { httpStatus: 400, title: 'Bad Request', retryable: false },
   VNFM_ERR_API_UNAUTHORIZED: { httpStatus: 401, title: 'Unauthorized', retryable: false },
   VNFM_ERR_API_FORBIDDEN: { httpStatus: 403, title: 'Forbidden', retryable: false },
+  /** The identity service that validates a caller's token (Keystone, an OAuth 2.0 introspection endpoint) does not answer. */
+  VNFM_ERR_API_AUTH_UNAVAILABLE: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
   VNFM_ERR_API_NOT_FOUND: { httpStatus: 404, title: 'Not Found', retryable: false },
   VNFM_ERR_API_METHOD_NOT_ALLOWED: { httpStatus: 405, title: 'Method Not Allowed', retryable: false },
   VNFM_ERR_API_NOT_ACCEPTABLE: { httpStatus: 406, title: 'Not Acceptable', retryable: false },

@@ -27,6 +27,10 @@ export const REDACT_PATHS = [
   '*.secret',
   '*.ssh_password',
   '*.*.ssh_password',
+  '*.clientSecret',
+  '*.*.clientSecret',
+  '*.client_secret',
+  '*.access_token',
 ];
 
 /** Creates the process logger. `destination` lets tests capture lines. */

@@ -4,7 +4,7 @@ import { it } from 'node:test';
 import { ConfigError, resolveConfig } from '../src/config.ts';
 
 it('layers defaults < env < flags and derives publicUrl', () => {
-  const c = resolveConfig({ env: { VNFM_PORT: '9999', VNFM_SYNC_INTERVAL_MS: '0' }, flags: { host: '0.0.0.0' } });
+  const c = resolveConfig({ env: { VNFM_PORT: '9999', VNFM_SYNC_INTERVAL_MS: '0' }, flags: { host: '0.0.0.0', auth: { allowUnauthenticated: true } } });
   assert.equal(c.port, 9999);
   assert.equal(c.sync.intervalMs, 0);
   assert.equal(c.publicUrl, 'http://127.0.0.1:9999');
@@ -51,4 +51,21 @@ it('vim.kubernetesCreateNamespace: on by default, VNFM_KUBERNETES_CREATE_NAMESPA
   assert.equal(resolveConfig({ env: { VNFM_KUBERNETES_CREATE_NAMESPACE: 'false' } }).vim.kubernetesCreateNamespace, false);
   assert.equal(resolveConfig({ flags: { vim: { kubernetesCreateNamespace: false } } }).vim.kubernetesCreateNamespace, false);
   assert.throws(() => resolveConfig({ flags: { vim: { kubernetesCreateNamespace: 'no' } } as never }), /vim.kubernetesCreateNamespace: must be true or false/);
+});
+
+it('apiAuth: one mode or several; none refused off loopback unless allowed; tokens with roles validated', () => {
+  assert.deepEqual(resolveConfig({ env: { VNFM_API_AUTH: 'token,oauth2', VNFM_API_TOKENS: 'a' } }).apiAuth, ['token', 'oauth2']);
+  assert.equal(resolveConfig({ flags: { apiAuth: 'token', apiTokens: ['a'] } }).apiAuth, 'token');
+  assert.throws(() => resolveConfig({ flags: { host: '10.1.2.3' } }), /not a loopback address.*auth\.allowUnauthenticated/s);
+  assert.throws(() => resolveConfig({ flags: { host: '0.0.0.0', apiAuth: 'none' } }), /allowUnauthenticated/);
+  assert.equal(resolveConfig({ flags: { host: '::1' } }).host, '::1');
+  assert.equal(resolveConfig({ flags: { host: '10.1.2.3', auth: { allowUnauthenticated: true } } }).host, '10.1.2.3');
+  assert.throws(() => resolveConfig({ flags: { apiAuth: ['none', 'token'], apiTokens: ['a'] } }), /none cannot be combined/);
+  assert.throws(() => resolveConfig({ flags: { apiAuth: ['token', 'ldap' as never], apiTokens: ['a'] } }), /apiAuth: must be one or more of/);
+  assert.throws(() => resolveConfig({ flags: { apiAuth: 'token', apiTokens: [{ token: 'a', role: 'root' as never }] } }), /apiTokens\[0\]\.role/);
+  assert.throws(() => resolveConfig({ flags: { apiAuth: 'keystone' } }), /auth\.keystone\.authUrl is required/);
+  assert.throws(() => resolveConfig({ flags: { apiAuth: 'mtls' } }), /auth\.mtls\.certFile is required/);
+  const k = resolveConfig({ flags: { apiAuth: 'keystone', auth: { keystone: { authUrl: 'http://ks:5000/v3', username: 'vnfm', password: 'x', projectName: 'service', roleMap: { _member_: 'operator' } } } } });
+  assert.deepEqual(k.auth.keystone.roleMap, { _member_: 'operator' }, 'a role map replaces the default one as a whole');
+  assert.throws(() => resolveConfig({ flags: { auth: { keystone: { roleMap: { x: 'god' as never } } } } }), /roleMap\.x/);
 });

@@ -12,7 +12,8 @@ import Fastify, { type FastifyBaseLogger, type FastifyBodyParser, type FastifyIn
 import { vnfmError } from '../errors.ts';
 import type { AppContext } from '../core/services.ts';
 import { auditLogger } from '../logger.ts';
-import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, isProbePath, readinessChecker, requestToken } from './health.ts';
+import { httpsOptions, installAuth } from './auth/index.ts';
+import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, readinessChecker } from './health.ts';
 import { errorHandler, problem, sendProblem } from './problem.ts';
 import { faultIntakeRoutes } from './autoheal/fault-intake-routes.ts';
 import { ledgerRoutes } from './autoheal/ledger-routes.ts';
@@ -77,7 +78,9 @@ function strictJsonParser(app: FastifyInstance, onEmpty: (req: FastifyRequest) =
 
 /** Creates the app (not listening). */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
+  const https = httpsOptions(ctx.config);
   const app = Fastify({
+    ...(https ? { https } : {}),
     loggerInstance: ctx.log as unknown as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: ctx.config.maxBodyBytes,
@@ -115,14 +118,8 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     return sendProblem(reply, problem(404, 'Not Found', `no resource at ${path}`));
   });
 
-  app.addHook('onRequest', async (req) => {
-    if (ctx.config.apiAuth !== 'token') return;
-    const url = req.url;
-    if (url === '/metrics' || url.startsWith('/docs') || url.startsWith(ctx.config.faultNotification.prefix)) return;
-    if (ctx.config.health.public && isProbePath(url)) return;
-    const token = requestToken(req.headers);
-    if (!token || !ctx.config.apiTokens.includes(token)) throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'a valid X-Auth-Token or Bearer token is required');
-  });
+  // authentication, the role of each route and the tenant of the resource it names (src/api/auth/): before every route
+  const auth = await installAuth(app, ctx);
   // Refuse what cannot be stored (U+0000, unpaired surrogates, absurd nesting) up front with a 400, instead of failing
   // inside the database or the serializer with a 500.
   app.addHook('preValidation', async (req) => {
@@ -183,6 +180,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await ledgerRoutes(ctx, ledger, batcher)(app);
   }
   for (const r of ctx.extraRoutes ?? []) await r(app);
+  auth.verify();
   return app;
 }
 

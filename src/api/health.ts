@@ -9,6 +9,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { connect } from 'node:net';
 import { sql } from 'kysely';
+import { authModes } from '../config.ts';
 import type { AppContext } from '../core/services.ts';
 
 /** Paths of the probes. */
@@ -31,7 +32,7 @@ export function isProbePath(url: string | undefined): boolean {
   return p === LIVENESS_PATH || p === READINESS_PATH;
 }
 
-/** The API token a request carries (X-Auth-Token or Bearer), if any. */
+/** The API token a request carries (X-Auth-Token or Bearer), if any (the probes' own check of static tokens). */
 export function requestToken(h: IncomingMessage['headers']): string | undefined {
   const x = h['x-auth-token'];
   if (typeof x === 'string') return x;
@@ -66,9 +67,10 @@ export function installLivenessShortCircuit(server: Server, ctx: AppContext): vo
 
 /** Whether a probe request may be answered without going through API auth. */
 export function probeAllowed(ctx: AppContext, h: IncomingMessage['headers']): boolean {
-  if (ctx.config.apiAuth !== 'token' || ctx.config.health.public) return true;
+  if (authModes(ctx.config).includes('none') || ctx.config.health.public) return true;
+  // a static token answers here; any other credential goes through the API's authentication
   const t = requestToken(h);
-  return t !== undefined && ctx.config.apiTokens.includes(t);
+  return t !== undefined && ctx.config.apiTokens.some((x) => (typeof x === 'string' ? x : x.token) === t);
 }
 
 /** One readiness check. */

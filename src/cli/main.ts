@@ -175,4 +175,90 @@ program
     process.exit(1);
   });
 
+/** The config of a command that works on the VNFM's data (the same layering as `vnfm start`). */
+function dataConfig(o: { config?: string; dataDir?: string; databaseUrl?: string }): ReturnType<typeof resolveConfig> {
+  try {
+    return resolveConfig({ file: o.config, env: process.env, flags: { ...(o.dataDir ? { dataDir: o.dataDir } : {}), ...(o.databaseUrl ? { databaseUrl: o.databaseUrl } : {}) } });
+  } catch (e) {
+    if (e instanceof ConfigError) {
+      console.error(`configuration error: ${e.message}`);
+      process.exit(2);
+    }
+    throw e;
+  }
+}
+
+/**
+ * Runs `fn` on the OAuth 2.0 clients: through a running VNFM's API (`--url`, an admin token in
+ * VNFM_ADMIN_TOKEN, never on the command line), or on the database directly (the first admin
+ * client; with the embedded database only while the VNFM is stopped).
+ */
+async function withClients<T>(o: { url?: string; config?: string; dataDir?: string; databaseUrl?: string }, viaApi: (url: string, token: string) => Promise<T>, direct: (svc: import('../api/auth/oauth2.ts').OAuthService) => Promise<T>): Promise<T> {
+  if (o.url) {
+    const token = process.env.VNFM_ADMIN_TOKEN;
+    if (!token) {
+      console.error('set VNFM_ADMIN_TOKEN to an admin token of the VNFM (it is not taken from the command line)');
+      process.exit(2);
+    }
+    return viaApi(o.url.replace(/\/+$/, ''), token);
+  }
+  const config = dataConfig(o);
+  const { openStore } = await import('../store/db.ts');
+  const { OAuthService } = await import('../api/auth/oauth2.ts');
+  let store: Awaited<ReturnType<typeof openStore>>;
+  try {
+    store = await openStore({ databaseUrl: config.databaseUrl, dataDir: config.dataDir });
+  } catch (e) {
+    if (e instanceof DataDirLockedError) {
+      console.error(`cannot open the data directory: ${e.message}; with the VNFM running, use --url and an admin token`);
+      process.exit(3);
+    }
+    throw e;
+  }
+  try {
+    return await direct(new OAuthService(store.db, config.auth.oauth2));
+  } finally {
+    await store.close();
+  }
+}
+
+async function apiCall(url: string, token: string, method: string, path: string, body?: unknown): Promise<unknown> {
+  const r = await fetch(`${url}${path}`, { method, headers: { authorization: `Bearer ${token}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) }, ...(body !== undefined ? { body: JSON.stringify(body) } : {}) });
+  const text = await r.text();
+  if (r.status >= 400) {
+    console.error(`${method} ${path}: HTTP ${r.status} ${text}`);
+    process.exit(1);
+  }
+  return text ? JSON.parse(text) : undefined;
+}
+
+const oauthClient = program.command('oauth2-client').description('OAuth 2.0 clients of the built-in token endpoint (apiAuth oauth2; docs/security.md)');
+const dataOptions = (c: Command) =>
+  c
+    .option('--url <url>', 'a running VNFM (then VNFM_ADMIN_TOKEN holds an admin token)')
+    .option('-c, --config <file>', 'config file (without --url: the database is opened directly)')
+    .option('--data-dir <dir>', 'embedded database directory (the VNFM must be stopped)')
+    .option('--database-url <url>', 'PostgreSQL URL');
+dataOptions(oauthClient.command('create').description('register a client; prints its id and secret (shown only this once)'))
+  .requiredOption('--name <name>', 'name of the client (an NFVO, an operator tool)')
+  .requiredOption('--role <role>', 'reader, operator or admin')
+  .option('--project <project>', 'project (tenant) of the client; none: an admin sees all, others only resources without a project')
+  .option('--certificate-bound', 'tokens only over mTLS, bound to the client certificate (RFC 8705)')
+  .action(async (o: { name: string; role: string; project?: string; certificateBound?: boolean; url?: string; config?: string; dataDir?: string; databaseUrl?: string }) => {
+    if (!['reader', 'operator', 'admin'].includes(o.role)) {
+      console.error('--role must be reader, operator or admin');
+      process.exit(2);
+    }
+    const input = { name: o.name, role: o.role as 'reader', ...(o.project ? { project: o.project } : {}), ...(o.certificateBound ? { certificateBound: true } : {}) };
+    const c = await withClients(o, (url, token) => apiCall(url, token, 'POST', '/vnfm/v1/oauth2/clients', input), (svc) => svc.register(input));
+    console.log(JSON.stringify(c, null, 2));
+  });
+dataOptions(oauthClient.command('list').description('list the clients (never their secrets)')).action(async (o: { url?: string; config?: string; dataDir?: string; databaseUrl?: string }) => {
+  console.log(JSON.stringify(await withClients(o, (url, token) => apiCall(url, token, 'GET', '/vnfm/v1/oauth2/clients'), (svc) => svc.list()), null, 2));
+});
+dataOptions(oauthClient.command('delete <clientId>').description('delete a client and its tokens')).action(async (id: string, o: { url?: string; config?: string; dataDir?: string; databaseUrl?: string }) => {
+  await withClients(o, (url, token) => apiCall(url, token, 'DELETE', `/vnfm/v1/oauth2/clients/${encodeURIComponent(id)}`), (svc) => svc.delete(id));
+  console.log(`client ${id} deleted`);
+});
+
 await program.parseAsync(process.argv);

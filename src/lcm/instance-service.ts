@@ -27,6 +27,8 @@ export interface CreateInstanceInput {
   vnfInstanceDescription?: string;
   metadata?: Record<string, unknown>;
   vimConnectionInfo?: Record<string, Partial<VimConnection>>;
+  /** Project (tenant) the instance belongs to; its op occs, fault notifications and heal batches inherit it. */
+  project?: string;
 }
 
 /** VnfInfoModificationRequest, normalized to the v2 map form. */
@@ -145,6 +147,7 @@ export class InstanceService {
           extensions: json(null),
           created_api: apiVersion,
           rev: 0,
+          project: input.project ?? null,
         })
         .execute();
       await tx.updateTable('vnf_package').set({ usage_state: 'IN_USE' }).where('id', '=', pkg.id).execute();

@@ -28,8 +28,10 @@ export interface LivenessWorkerData {
   tick: SharedArrayBuffer;
   tickMs: number;
   maxStallMs: number;
-  /** SHA-256 (hex) of each accepted API token; empty: no token needed. */
+  /** SHA-256 (hex) of each accepted API token; empty: no token needed (unless `closed`). */
   tokenHashes: string[];
+  /** A probe needs a credential but no static token exists (Keystone, OAuth 2.0, mTLS only): every probe is refused. */
+  closed?: boolean;
 }
 
 /** Messages from the worker to the main thread. */
@@ -58,6 +60,7 @@ function tokenOf(h: IncomingMessage['headers']): string | undefined {
 }
 
 function allowed(h: IncomingMessage['headers']): boolean {
+  if (data.closed) return false;
   if (hashes.length === 0) return true;
   const t = tokenOf(h);
   if (t === undefined) return false;

@@ -12,7 +12,7 @@
 import { createHash } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
-import type { VnfmConfig } from '../config.ts';
+import { type VnfmConfig, authModes } from '../config.ts';
 import type { Logger } from '../logger.ts';
 import type { LivenessWorkerCommand, LivenessWorkerData, LivenessWorkerMessage } from './liveness-worker.ts';
 
@@ -60,14 +60,16 @@ export async function startLivenessServer(config: VnfmConfig, log: Logger): Prom
   // ticking starts now: the worker may answer as soon as it listens
   const timer = setInterval(beat, TICK_MS);
   timer.unref();
-  const needsToken = config.apiAuth === 'token' && !config.health.public;
+  // the liveness port knows only the static tokens (docs/security.md): with health.public false, probe it with one
+  const needsToken = !authModes(config).includes('none') && !config.health.public;
   const data: LivenessWorkerData = {
     host,
     port: config.health.livenessPort,
     tick: tickBuf,
     tickMs: TICK_MS,
     maxStallMs: config.health.maxStallMs,
-    tokenHashes: needsToken ? config.apiTokens.map((t) => createHash('sha256').update(t, 'utf8').digest('hex')) : [],
+    tokenHashes: needsToken ? config.apiTokens.map((t) => createHash('sha256').update(typeof t === 'string' ? t : t.token, 'utf8').digest('hex')) : [],
+    closed: needsToken && config.apiTokens.length === 0,
   };
   const worker = spawnWorker(data);
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));

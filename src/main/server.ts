@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
-import { ConfigError, type VnfmConfig } from '../config.ts';
+import { ConfigError, type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
 import { VnfmMetrics } from '../core/metrics.ts';
 import type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
@@ -155,7 +155,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     if (config.port === 0) {
       const addr = app.server.address();
       if (addr && typeof addr === 'object') {
-        url = `http://${config.host}:${addr.port}`;
+        url = `${authModes(config).includes('mtls') ? 'https' : 'http'}://${config.host}:${addr.port}`;
         config.publicUrl = url;
       }
     }

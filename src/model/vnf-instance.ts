@@ -113,6 +113,8 @@ export interface VnfInstanceRecord {
   createdApi: 'v1' | 'v2';
   createdAt: Date;
   rev: number;
+  /** Project (tenant) of the instance, when the row was read with it (null: none). */
+  project?: string | null;
 }
 
 /** Maps a DB row to the record. */
@@ -136,5 +138,6 @@ export function instanceFromRow(r: Record<string, unknown>): VnfInstanceRecord {
     createdApi: r.created_api as 'v1' | 'v2',
     createdAt: new Date(r.created_at as string),
     rev: r.rev as number,
+    ...(r.project !== undefined ? { project: (r.project ?? null) as string | null } : {}),
   };
 }

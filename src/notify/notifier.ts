@@ -4,7 +4,7 @@
  * committed; delivery (src/notify/delivery.ts) happens afterwards, in order per subscription.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kysely, Transaction } from 'kysely';
+import { type Kysely, type Transaction, sql } from 'kysely';
 import { affectedVirtualLinksToV1 } from '../model/sol-shapes.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
@@ -18,6 +18,8 @@ export interface InstanceFacts {
   vnfProductName: string;
   vnfSoftwareVersion: string;
   vnfdVersion: string;
+  /** Project (tenant) of the instance when known (null: none); otherwise read from the database. */
+  project?: string | null;
 }
 
 /** An event to notify about. */
@@ -128,7 +130,16 @@ export class Notifier {
 
   /** Fans the event out to every matching subscription, inside `tx`. Returns how many were queued. */
   async enqueue(tx: Kysely<Database> | Transaction<Database>, ev: LcmEvent): Promise<number> {
-    const subs = await tx.selectFrom('subscription').select(['id', 'api_version', 'verbosity', 'filter']).execute();
+    // tenants: a subscription of a project hears only of that project's instances; one without a project hears of all
+    const subs = await tx
+      .selectFrom('subscription')
+      .select(['id', 'api_version', 'verbosity', 'filter'])
+      .where(
+        ev.instance.project !== undefined
+          ? sql<boolean>`(project is null or project is not distinct from ${ev.instance.project})`
+          : sql<boolean>`(project is null or project is not distinct from (select i.project from vnf_instance i where i.id = ${ev.instance.id}))`,
+      )
+      .execute();
     // One notification, one id, whichever subscriptions receive it. The delivery order is not the
     // row id (drawn at insert; transactions may commit in the other order): the delivery worker
     // stamps rows in the order they become visible, i.e. commit order (`outbox.seq`).

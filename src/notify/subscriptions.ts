@@ -260,7 +260,7 @@ export class SubscriptionService {
    * subscription. v1 returns the existing subscription (created false) for an identical request
    * (same callbackUri, filter and verbosity) instead of creating a second one.
    */
-  async create(req: unknown, apiVersion: SubscriptionApiVersion): Promise<CreateSubscriptionResult> {
+  async create(req: unknown, apiVersion: SubscriptionApiVersion, project?: string): Promise<CreateSubscriptionResult> {
     const r = validateSubscriptionRequest(req, apiVersion);
     // Outbound rules (loopback, link-local, metadata, the VNFM itself, configured denials): 422 with the reason.
     if (this.checkUrl) {
@@ -270,7 +270,10 @@ export class SubscriptionService {
         if (why) throw vnfmError('VNFM_ERR_SUB_CALLBACK', `${what} is refused by the outbound rules: ${why}`);
       }
     }
-    const dedupeKey = createHash('sha256').update(canonical({ v: apiVersion, callbackUri: r.callbackUri, filter: r.filter, verbosity: r.verbosity })).digest('hex');
+    // one project never finds (nor learns of) another project's identical subscription
+    const dedupeKey = createHash('sha256')
+      .update(canonical({ v: apiVersion, callbackUri: r.callbackUri, filter: r.filter, verbosity: r.verbosity, ...(project !== undefined ? { project } : {}) }))
+      .digest('hex');
     if (apiVersion === 'v1') {
       const existing = await this.findDuplicate(this.db, dedupeKey);
       if (existing) return { subscription: existing, created: false };
@@ -295,6 +298,7 @@ export class SubscriptionService {
           auth_types: json(r.authTypes),
           auth_secret: r.credentials ? this.box.seal(r.credentials) : null,
           dedupe_key: dedupeKey,
+          project: project ?? null,
         })
         .execute();
       const row = await tx.selectFrom('subscription').select(COLUMNS).where('id', '=', id).executeTakeFirstOrThrow();

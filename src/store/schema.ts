@@ -61,6 +61,8 @@ export interface VnfInstanceTable {
   created_api: string;
   created_at: CreatedTs;
   rev: number;
+  /** Project (tenant) of the resource; null: none (admins only). */
+  project: Generated<string | null>;
 }
 
 export interface OpOccTable {
@@ -89,6 +91,8 @@ export interface OpOccTable {
   attempts: number;
   api_version: string;
   created_at: CreatedTs;
+  /** Project (tenant) of the resource; null: none (admins only). */
+  project: Generated<string | null>;
 }
 
 export interface SubscriptionTable {
@@ -101,6 +105,8 @@ export interface SubscriptionTable {
   auth_secret: string | null;
   dedupe_key: string;
   created_at: CreatedTs;
+  /** Project (tenant) of the resource; null: none (admins only). */
+  project: Generated<string | null>;
 }
 
 export interface OutboxTable {
@@ -143,6 +149,26 @@ export interface KvTable {
   value: Json<unknown>;
 }
 
+export interface OauthClientTable {
+  id: string;
+  name: string;
+  secret_hash: string;
+  project: string | null;
+  role: string;
+  certificate_bound: Generated<boolean>;
+  created_at: CreatedTs;
+}
+
+export interface OauthTokenTable {
+  token_hash: string;
+  client_id: string;
+  role: string;
+  scope: string;
+  cnf_x5t: string | null;
+  expires_at: Ts;
+  created_at: CreatedTs;
+}
+
 /** The whole database, for `Kysely<Database>`. */
 export interface Database {
   vnf_package: VnfPackageTable;
@@ -155,4 +181,6 @@ export interface Database {
   mgmt_state: MgmtStateTable;
   mgmt_lock: MgmtLockTable;
   server_notifier: ServerNotifierTable;
+  oauth_client: OauthClientTable;
+  oauth_token: OauthTokenTable;
 }

@@ -28,13 +28,49 @@ export interface RunOptions {
   timeoutMs?: number;
 }
 
+/** Keystone password login of the CLI (`OS_AUTH_TYPE=password`): the VNFM is then found in Keystone's catalog. */
+export interface KeystoneLogin {
+  authUrl: string;
+  username: string;
+  password: string;
+  project: string;
+  userDomain: string;
+  projectDomain: string;
+  region: string;
+}
+
 /** The Tacker CLI bound to one VNFM endpoint, with a private HOME for its files. */
 export class TackerCli {
   /** Throwaway HOME of the CLI; parameter files are written here too. */
   readonly home: string;
 
-  constructor(private readonly endpoint: string) {
+  /**
+   * `endpoint`: the VNFM, without authentication (`--os-auth-type none`); or a Keystone login:
+   * the CLI logs in with a password (passed in its environment, never on its command line) and
+   * finds the VNFM in the catalog (service type `nfv-orchestration`), as an operator's CLI does.
+   */
+  constructor(private readonly endpoint: string | KeystoneLogin) {
     this.home = mkdtempSync(join(tmpdir(), 'tacker-cli-'));
+  }
+
+  private invocation(): { args: string[]; env: Record<string, string> } {
+    if (typeof this.endpoint === 'string') return { args: ['--os-auth-type', 'none', '--os-endpoint', this.endpoint], env: {} };
+    const k = this.endpoint;
+    return {
+      args: [],
+      env: {
+        OS_AUTH_TYPE: 'password',
+        OS_AUTH_URL: k.authUrl,
+        OS_USERNAME: k.username,
+        OS_PASSWORD: k.password,
+        OS_PROJECT_NAME: k.project,
+        OS_USER_DOMAIN_NAME: k.userDomain,
+        OS_PROJECT_DOMAIN_NAME: k.projectDomain,
+        OS_REGION_NAME: k.region,
+        OS_IDENTITY_API_VERSION: '3',
+        OS_INTERFACE: 'public',
+      },
+    };
   }
 
   /** Writes a file (e.g. a VIM config or an update request) into the CLI's home and returns its path. */
@@ -44,11 +80,12 @@ export class TackerCli {
     return path;
   }
 
-  /** Runs `openstack --os-auth-type none --os-endpoint <vnfm> [--os-tacker-api-version N] <args>`. */
+  /** Runs `openstack --os-auth-type none --os-endpoint <vnfm> [--os-tacker-api-version N] <args>` (or with the Keystone login). */
   run(args: readonly string[], opts: RunOptions = {}): Promise<CliResult> {
-    const full = ['--os-auth-type', 'none', '--os-endpoint', this.endpoint, ...(opts.api === 2 ? ['--os-tacker-api-version', '2'] : []), ...args];
+    const inv = this.invocation();
+    const full = [...inv.args, ...(opts.api === 2 ? ['--os-tacker-api-version', '2'] : []), ...args];
     return new Promise((resolve, reject) => {
-      const child = spawn('openstack', full, { env: { PATH, HOME: this.home }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const child = spawn('openstack', full, { env: { PATH, HOME: this.home, ...inv.env }, stdio: ['ignore', 'pipe', 'pipe'] });
       let stdout = '';
       let stderr = '';
       child.stdout.on('data', (c: Buffer) => (stdout += c.toString()));

@@ -136,14 +136,11 @@ export function faultIntakeRoutes(d: FaultIntakeDeps): (app: FastifyInstance) =>
   return async (app) => {
     await app.register(
       async (r) => {
-        r.addHook('onRequest', async (req, reply) => {
+        r.addHook('onRequest', async () => {
           if (!ctx.config.faultNotification.enabled) {
             throw vnfmError('VNFM_ERR_FAULT_NOT_FOUND', 'ServerNotification API is not enabled.');
           }
-          if (!checkReceiverAuth(ctx.config.faultNotification, req.headers.authorization)) {
-            reply.header('www-authenticate', cfg.auth === 'basic' ? 'Basic realm="vnfm-fault-notification"' : 'Bearer realm="vnfm-fault-notification"');
-            throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'the fault notification receiver requires valid credentials');
-          }
+          // who may notify (the receiver credential, or the API's authentication modes) is decided by the API's auth hook (src/api/auth/)
         });
         // Every refused notification (auth, schema, unknown ids, disabled receiver) is counted once.
         r.addHook('onResponse', async (_req, reply) => {

@@ -8,6 +8,7 @@ import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { type RawBuilder, sql } from 'kysely';
 import { Type } from 'typebox';
 import type { AppContext } from '../../core/services.ts';
+import { tenantWhere } from '../auth/index.ts';
 import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
 import type { HealBatcher } from '../../autoheal/batcher.ts';
 import { type FaultLedger, batchFromRow, notificationFromRow } from '../../autoheal/ledger.ts';
@@ -113,11 +114,11 @@ export function ledgerRoutes(ctx: AppContext, ledger: FaultLedger, batcher: Heal
     await app.register(
       async (r) => {
         r.get('/fault_notifications', { schema: { querystring: ListQuery, tags: ['auto-heal'], summary: 'Fault notification ledger (newest first)' } }, async (req, reply) => {
-          return sendSqlList(req, reply, ctx.store.db, notificationSpec(legacyWhere(req, true)), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/fault_notifications` });
+          return sendSqlList(req, reply, ctx.store.db, notificationSpec([...legacyWhere(req, true), ...tenantWhere(req)]), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/fault_notifications` });
         });
         r.get('/fault_notifications/:id', { schema: { params: IdParams, tags: ['auto-heal'] } }, async (req) => ledger.getNotification((req.params as { id: string }).id));
         r.get('/heal_batches', { schema: { querystring: ListQuery, tags: ['auto-heal'], summary: 'Heal batches (newest first)' } }, async (req, reply) => {
-          return sendSqlList(req, reply, ctx.store.db, batchSpec(legacyWhere(req, false), links), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/heal_batches` });
+          return sendSqlList(req, reply, ctx.store.db, batchSpec([...legacyWhere(req, false), ...tenantWhere(req)], links), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}${AUTOHEAL_API_BASE}/heal_batches` });
         });
         r.get('/heal_batches/:id', { schema: { params: IdParams, tags: ['auto-heal'], summary: 'One heal batch with its notifications' } }, async (req) => {
           const b = await ledger.getBatch((req.params as { id: string }).id);

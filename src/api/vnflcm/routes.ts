@@ -8,6 +8,7 @@ import type { CreateInstanceInput, ModifyInstanceInput } from '../../lcm/instanc
 import { getOpOcc } from '../../lcm/op-occ-repo.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../../core/services.ts';
+import { projectOf, tenantWhere } from '../auth/index.ts';
 import { sendSqlList } from '../sol/sql-list.ts';
 import { lcmRoutes } from './lcm-routes.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
@@ -52,6 +53,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
           ...(b.vnfInstanceDescription !== undefined ? { vnfInstanceDescription: b.vnfInstanceDescription as string } : {}),
           ...(b.metadata !== undefined ? { metadata: b.metadata as Record<string, unknown> } : {}),
           ...(b.vimConnectionInfo !== undefined ? { vimConnectionInfo: b.vimConnectionInfo as Record<string, Partial<VimConnection>> } : {}),
+          ...(projectOf(req) !== undefined ? { project: projectOf(req) } : {}),
         };
         const inst = await ctx.instances.create(input, v);
         reply.code(201).header('location', `${ctx.config.publicUrl}/vnflcm/${v}/vnf_instances/${inst.id}`);
@@ -59,7 +61,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
       });
 
       r.get('/vnf_instances', { schema: { tags: [`vnflcm ${v}`] } }, async (req, reply) => {
-        return sendSqlList(req, reply, ctx.store.db, instanceListSpec(v, ctx.config.publicUrl), { defaultExcluded: INSTANCE_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_instances`, knownAttributes: INSTANCE_ATTRS });
+        return sendSqlList(req, reply, ctx.store.db, { ...instanceListSpec(v, ctx.config.publicUrl), where: tenantWhere(req) }, { defaultExcluded: INSTANCE_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_instances`, knownAttributes: INSTANCE_ATTRS });
       });
 
       r.get('/vnf_instances/:id', { schema: { params: IdParams, tags: [`vnflcm ${v}`] } }, async (req) => {
@@ -99,7 +101,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
       });
 
       r.get('/vnf_lcm_op_occs', { schema: { tags: [`vnflcm ${v}`] } }, async (req, reply) => {
-        return sendSqlList(req, reply, ctx.store.db, opOccListSpec(v, ctx.config.publicUrl), { defaultExcluded: OPOCC_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_lcm_op_occs`, knownAttributes: OPOCC_ATTRS });
+        return sendSqlList(req, reply, ctx.store.db, { ...opOccListSpec(v, ctx.config.publicUrl), where: tenantWhere(req) }, { defaultExcluded: OPOCC_DEFAULT_EXCLUDED, pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnflcm/${v}/vnf_lcm_op_occs`, knownAttributes: OPOCC_ATTRS });
       });
 
       r.get('/vnf_lcm_op_occs/:id', { schema: { params: IdParams, tags: [`vnflcm ${v}`] } }, async (req) => {

@@ -4,7 +4,7 @@
  * one by one or per subscription). The services come from `ctx.notifications` (set up by
  * src/notify/setup.ts). Subscription credentials never appear in these answers.
  */
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
 import type { Selectable } from 'kysely';
 import { Type } from 'typebox';
 import { vnfmError } from '../../errors.ts';
@@ -14,7 +14,13 @@ import type { OutboxTable } from '../../store/schema.ts';
 import type { AppContext } from '../../core/services.ts';
 import { sql } from 'kysely';
 import { subscriptionFromRow } from '../../notify/subscriptions.ts';
+import { projectOf, tenantWhere } from '../auth/index.ts';
 import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
+
+/** A list spec limited to what the caller may see (src/api/auth/tenant.ts). */
+function withTenant(spec: SqlListSpec, req: FastifyRequest): SqlListSpec {
+  return { ...spec, where: [...(spec.where ?? []), ...tenantWhere(req)] };
+}
 import { IdParams } from './schemas.ts';
 
 const SUBSCRIPTION_ATTRS = ['id', 'filter', 'callbackUri', 'verbosity', '_links'];
@@ -58,7 +64,7 @@ export async function registerSubscriptionRoutes(r: FastifyInstance, ctx: AppCon
   const tags = [`vnflcm ${v}`];
 
   r.post('/subscriptions', { schema: { body: lccnSubscriptionRequestSchema(v), tags } }, async (req, reply) => {
-    const { subscription, created } = await ctx.subscriptions.create(req.body, v);
+    const { subscription, created } = await ctx.subscriptions.create(req.body, v, projectOf(req));
     const location = `${base()}/${subscription.id}`;
     if (!created) return reply.code(303).header('location', location).send();
     reply.code(201).header('location', location);
@@ -66,7 +72,7 @@ export async function registerSubscriptionRoutes(r: FastifyInstance, ctx: AppCon
   });
 
   r.get('/subscriptions', { schema: { tags } }, async (req, reply) => {
-    return sendSqlList(req, reply, ctx.store.db, subscriptionListSpec(v, ctx.config.publicUrl), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: base(), knownAttributes: SUBSCRIPTION_ATTRS });
+    return sendSqlList(req, reply, ctx.store.db, withTenant(subscriptionListSpec(v, ctx.config.publicUrl), req), { defaultExcluded: [], pageSize: ctx.config.pageSize, baseUrl: base(), knownAttributes: SUBSCRIPTION_ATTRS });
   });
 
   r.get('/subscriptions/:id', { schema: { params: IdParams, tags } }, async (req) => {
@@ -151,6 +157,7 @@ export async function registerOutboxRoutes(app: FastifyInstance, ctx: AppContext
     let query = ctx.store.db.selectFrom('outbox').select([...OUTBOX_COLUMNS]).orderBy('id', 'desc').limit(limit);
     if (wanted) query = query.where('status', '=', wanted);
     if (q.subscriptionId) query = query.where('subscription_id', '=', q.subscriptionId);
+    for (const w of tenantWhere(req, 's.project')) query = query.where(({ exists, selectFrom }) => exists(selectFrom('subscription as s').select('s.id').whereRef('s.id', '=', 'outbox.subscription_id').where(w)));
     return (await query.execute()).map((r) => outboxView(r, ctx.config.publicUrl));
   });
 

@@ -14,6 +14,7 @@ import { OUTBOX_RETRY_WINDOW_MIGRATION, m120 as outboxRetryWindow120, OUTBOX_COM
 import { PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m140 as packageOnboardAttempts140 } from './packages.ts';
 import { MGMT_STATE_MIGRATION, m170 as mgmtState170 } from './mgmt.ts';
 import { SERVER_NOTIFIER_MIGRATION, m180 as serverNotifier180 } from './security.ts';
+import { AUTH_TENANT_MIGRATION, m190 as authTenants190 } from './auth.ts';
 
 const m001: Migration = {
   async up(db: Kysely<unknown>) {
@@ -164,6 +165,7 @@ export const MIGRATIONS: readonly (readonly [name: string, migration: Migration]
   [OUTBOX_COMMIT_ORDER_MIGRATION, outboxCommitOrder160],
   [MGMT_STATE_MIGRATION, mgmtState170],
   [SERVER_NOTIFIER_MIGRATION, serverNotifier180],
+  [AUTH_TENANT_MIGRATION, authTenants190],
 ];
 
 // Kysely applies (and checks executed ones) in name order: the list must already be in that order.

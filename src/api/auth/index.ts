@@ -1,0 +1,221 @@
+/**
+ * API authentication and authorization (docs/security.md). {@link installAuth} adds one
+ * `onRequest` hook in front of every route, run before the body is read, so a refused request
+ * stores nothing:
+ * 1. the route's requirement from the policy table (src/api/auth/policy.ts);
+ * 2. the caller from the enabled modes (`apiAuth`): static tokens, Keystone, the built-in OAuth
+ *    2.0 server or an external one (introspection), TLS client certificates. Missing, unknown,
+ *    expired or forged credentials are a 401 ProblemDetails with `WWW-Authenticate`; malformed or
+ *    oversized credential headers a 401 or 400;
+ * 3. the role: a 403 naming the missing role;
+ * 4. the tenant: a route naming another project's resource answers that resource's 404.
+ * The caller is `request.principal` for the handlers (new resources take its project).
+ */
+import { readFileSync } from 'node:fs';
+import type { TLSSocket } from 'node:tls';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { type ApiAuthMode, type ApiRole, type VnfmConfig, authModes } from '../../config.ts';
+import type { AppContext } from '../../core/services.ts';
+import { vnfmError } from '../../errors.ts';
+import { checkReceiverAuth } from '../autoheal/fault-intake-routes.ts';
+import { isProbePath } from '../health.ts';
+import { credentialHash } from './cache.ts';
+import { type Presented, oauthErrorOf, presentedCredential, unauthorized } from './credentials.ts';
+import { KeystoneValidator } from './keystone.ts';
+import { OAuthService, TOKEN_PREFIX, certThumbprint } from './oauth2.ts';
+import { oauthRoutes } from './oauth2-routes.ts';
+import { Policy, loadPolicyOverrides } from './policy.ts';
+import { ANONYMOUS, type Principal, rolesUpTo } from './principal.ts';
+import { resourceTenantCheck } from './tenant.ts';
+
+export type { Principal } from './principal.ts';
+export { projectOf, seesAllProjects, tenantWhere } from './tenant.ts';
+
+/** Every route registered on an app (method and pattern), in registration order. */
+const ROUTES = new WeakMap<FastifyInstance, { method: string; url: string }[]>();
+
+/** The routes registered on an app built by buildApp (the route-table tests walk them all). */
+export function registeredRoutes(app: FastifyInstance): readonly { method: string; url: string }[] {
+  return ROUTES.get(app) ?? [];
+}
+
+/** HTTPS options of the listener when mode `mtls` is on (client certificates requested, checked per request). */
+export function httpsOptions(config: VnfmConfig): { key: Buffer; cert: Buffer; ca: Buffer; requestCert: true; rejectUnauthorized: false } | undefined {
+  if (!authModes(config).includes('mtls')) return undefined;
+  const m = config.auth.mtls;
+  const read = (setting: string, path: string | undefined): Buffer => {
+    try {
+      return readFileSync(path as string);
+    } catch (e) {
+      throw new Error(`auth.mtls.${setting} ${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+  };
+  return { key: read('keyFile', m.keyFile), cert: read('certFile', m.certFile), ca: read('caFile', m.caFile), requestCert: true, rejectUnauthorized: false };
+}
+
+/** A verified TLS client certificate of the request's connection. */
+interface PeerCert {
+  thumbprint: string;
+  fingerprint256: string;
+  cn: string | undefined;
+}
+
+function peerCert(req: FastifyRequest): PeerCert | undefined {
+  const sock = req.raw.socket as Partial<TLSSocket> | undefined;
+  if (!sock || typeof sock.getPeerCertificate !== 'function' || sock.authorized !== true) return undefined;
+  const c = sock.getPeerCertificate();
+  if (!c || !c.raw) return undefined;
+  const cn = c.subject?.CN;
+  return { thumbprint: certThumbprint(c.raw), fingerprint256: c.fingerprint256.replace(/:/g, '').toLowerCase(), cn: Array.isArray(cn) ? cn[0] : cn };
+}
+
+function isLoopbackPeer(req: FastifyRequest): boolean {
+  const a = req.socket?.remoteAddress ?? '';
+  return a === '::1' || a.startsWith('127.') || a.startsWith('::ffff:127.');
+}
+
+/**
+ * Builds the auth services of an app and installs its hook and routes (call before any other
+ * route). Call `verify` once every route is registered: it refuses a policy file naming a route
+ * that does not exist.
+ */
+export async function installAuth(app: FastifyInstance, ctx: AppContext): Promise<{ verify(): void }> {
+  const config = ctx.config;
+  const modes = new Set<ApiAuthMode>(authModes(config));
+  const routes: { method: string; url: string }[] = [];
+  ROUTES.set(app, routes);
+  app.addHook('onRoute', (r) => {
+    for (const m of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: m, url: r.url });
+  });
+
+  const policy = new Policy(config.faultNotification.prefix, config.auth.policyFile ? loadPolicyOverrides(config.auth.policyFile) : new Map());
+  const verify = () => {
+    const unknown = policy.unknownKeys(routes);
+    if (unknown.length > 0) throw new Error(`auth.policyFile names routes that do not exist: ${unknown.join(', ')}`);
+  };
+
+  const staticTokens = new Map<string, Principal>();
+  config.apiTokens.forEach((t, i) => {
+    const e = typeof t === 'string' ? { token: t } : t;
+    const name = e.name ?? `token-${i + 1}`;
+    staticTokens.set(credentialHash(e.token), { id: name, name, ...(e.project ? { project: e.project } : {}), roles: rolesUpTo((e.role ?? 'admin') as ApiRole), via: 'token' });
+  });
+  const keystone = modes.has('keystone') ? new KeystoneValidator(config.auth.keystone) : undefined;
+  const oauth = modes.has('oauth2') ? new OAuthService(ctx.store.db, config.auth.oauth2) : undefined;
+  const mtlsClients = config.auth.mtls.clients.map((c) => ({ ...c, fingerprint256: c.fingerprint256?.replace(/:/g, '').toLowerCase() }));
+  const tenantCheck = resourceTenantCheck(ctx.store.db, config.faultNotification.prefix);
+  const faultPrefix = config.faultNotification.prefix;
+
+  const checkCnf = (cnf: string | null, cert: PeerCert | undefined) => {
+    if (cnf !== null && cnf !== cert?.thumbprint) throw unauthorized('the token is bound to a client certificate that this request does not present', 'invalid_token');
+  };
+
+  const tokenPrincipal = async (token: string, cert: PeerCert | undefined): Promise<Principal | null> => {
+    if (modes.has('token')) {
+      const p = staticTokens.get(credentialHash(token));
+      if (p) return p;
+    }
+    if (oauth && token.startsWith(TOKEN_PREFIX)) {
+      const r = await oauth.verify(token, cert?.thumbprint);
+      if (!r) return null;
+      checkCnf(r.cnf, cert);
+      return r.principal;
+    }
+    if (keystone) {
+      const p = await keystone.validate(token);
+      if (p) return p;
+    }
+    if (oauth?.introspects) {
+      const r = await oauth.introspect(token);
+      if (r) {
+        checkCnf(r.cnf, cert);
+        return r.principal;
+      }
+    }
+    return null;
+  };
+
+  const authenticate = async (req: FastifyRequest, cred: Presented): Promise<Principal> => {
+    const cert = modes.has('mtls') || modes.has('oauth2') ? peerCert(req) : undefined;
+    if (cred.kind === 'token') {
+      const p = await tokenPrincipal(cred.token, cert);
+      if (!p) throw unauthorized('the token is not valid (unknown, expired, revoked or forged)', 'invalid_token');
+      return p;
+    }
+    if (cred.kind === 'basic' || cred.kind === 'other') throw unauthorized(`the ${cred.kind === 'basic' ? 'Basic' : cred.scheme} authorization scheme is not accepted here; send a token (X-Auth-Token or Authorization: Bearer)`);
+    if (modes.has('mtls') && cert) {
+      const c = mtlsClients.find((x) => (x.fingerprint256 && x.fingerprint256 === cert.fingerprint256) || (x.subjectCn && x.subjectCn === cert.cn));
+      if (!c) throw unauthorized('the client certificate is not registered with the VNFM');
+      return { id: `cert:${cert.fingerprint256}`, name: c.name, ...(c.project ? { project: c.project } : {}), roles: rolesUpTo(c.role), via: 'mtls' };
+    }
+    throw unauthorized(`authentication is required (${[...modes].map(describeMode).join(', ')})`);
+  };
+
+  const challenge = (oauthError: string | undefined): string => {
+    const out: string[] = [];
+    if (modes.has('token') || modes.has('oauth2') || modes.has('mtls')) out.push(`Bearer realm="vnfm"${oauthError ? `, error="${oauthError}"` : ''}`);
+    if (keystone) out.push(`Keystone uri="${config.auth.keystone.authUrl}"`);
+    return out.join(', ');
+  };
+
+  const unauthenticated = modes.has('none');
+  app.addHook('onRequest', async (req, reply) => {
+    const url = req.routeOptions.url;
+    const path = url ?? (req.url.split('?')[0] as string);
+    // the fault intake: a Server Notifier's own credential (faultNotification.auth) is accepted as is
+    if (path.startsWith(`${faultPrefix}/`) && config.faultNotification.auth !== 'none') {
+      if (checkReceiverAuth(config.faultNotification, typeof req.headers.authorization === 'string' ? req.headers.authorization : undefined)) {
+        req.principal = { id: 'server-notifier', name: 'server-notifier', roles: rolesUpTo('operator'), via: 'fault-credential' };
+        return;
+      }
+      if (unauthenticated) {
+        reply.header('www-authenticate', config.faultNotification.auth === 'basic' ? 'Basic realm="vnfm-fault-notification"' : 'Bearer realm="vnfm-fault-notification"');
+        throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'the fault notification receiver requires valid credentials');
+      }
+    }
+    if (unauthenticated) {
+      req.principal = ANONYMOUS;
+      return;
+    }
+    let need = url ? policy.requirement(req.method, url) : 'authenticated';
+    if (path === '/metrics' || path === '/docs' || path.startsWith('/docs/')) {
+      const rule = path === '/metrics' ? config.auth.metrics : config.auth.docs;
+      if (rule === 'open' || (rule === 'loopback' && isLoopbackPeer(req))) return;
+    } else if (isProbePath(path)) {
+      if (config.health.public) return;
+      need = 'authenticated';
+    }
+    if (need === 'open') return;
+    let principal: Principal;
+    try {
+      principal = await authenticate(req, presentedCredential(req.headers, config.auth.maxCredentialBytes, req.raw.rawHeaders));
+    } catch (e) {
+      if ((e as { httpStatus?: number }).httpStatus === 401) reply.header('www-authenticate', challenge(oauthErrorOf(e)));
+      throw e;
+    }
+    req.principal = principal;
+    if (need !== 'authenticated' && !principal.roles.has(need)) {
+      const has = ['admin', 'operator', 'reader'].find((r) => principal.roles.has(r as ApiRole));
+      throw vnfmError('VNFM_ERR_API_FORBIDDEN', `role ${need} is required for ${req.method} ${url}; ${principal.name} has ${has ? `role ${has}` : 'no VNFM role'}`);
+    }
+    await tenantCheck(req);
+  });
+
+  if (oauth) await oauthRoutes(app, oauth, ctx);
+  return { verify };
+}
+
+function describeMode(m: ApiAuthMode): string {
+  switch (m) {
+    case 'token':
+      return 'an API token';
+    case 'keystone':
+      return 'a Keystone token in X-Auth-Token';
+    case 'oauth2':
+      return 'an OAuth 2.0 bearer token from POST /token';
+    case 'mtls':
+      return 'a registered TLS client certificate';
+    default:
+      return m;
+  }
+}

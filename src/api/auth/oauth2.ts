@@ -1,0 +1,236 @@
+/**
+ * Mode `oauth2` (ETSI GS NFV-SOL 013 client credentials).
+ *
+ * Built-in authorization server: clients are registered by an admin (`/vnfm/v1/oauth2/clients`
+ * or `vnfm oauth2-client create`), each with a role, an optional project and optionally bound to
+ * its TLS client certificate. `POST /token` (`grant_type=client_credentials`, client secret basic
+ * or post) issues an opaque bearer token with an expiry; only its SHA-256 is stored, and the
+ * client secret only as an scrypt hash. A token obtained over a connection with a verified client
+ * certificate is bound to it (RFC 8705 `cnf.x5t#S256`): it is only accepted with that certificate.
+ * Scopes: the role names (`reader`, `operator`, `admin`) and the keys of `auth.oauth2.scopeMap`;
+ * a token's role is the strongest its scopes map to, never above the client's own role.
+ *
+ * External authorization server: tokens the built-in server did not issue are checked by RFC 7662
+ * introspection when `auth.oauth2.introspection.endpoint` is set (active answers cached until the
+ * token expires, at most `cacheTtlMs`).
+ */
+import { createHash, randomBytes, randomUUID, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
+import { promisify } from 'node:util';
+import type { Kysely } from 'kysely';
+import { type ApiRole, API_ROLES, type AuthConfig } from '../../config.ts';
+import { vnfmError } from '../../errors.ts';
+import type { Database } from '../../store/schema.ts';
+import { ExpiringCache, credentialHash } from './cache.ts';
+import { type Principal, rolesUpTo, strongest } from './principal.ts';
+
+const scrypt = promisify(scryptCb) as (pw: string, salt: Buffer, len: number, opts: { N: number; r: number; p: number }) => Promise<Buffer>;
+const SCRYPT = { N: 16384, r: 8, p: 1 };
+
+/** Prefix of the access tokens the built-in server issues (tells them apart without a lookup). */
+export const TOKEN_PREFIX = 'vnfmat_';
+/** Prefix of client secrets (shown once at registration). */
+const SECRET_PREFIX = 'vnfmcs_';
+
+/** A registered client as the API shows it (never its secret). */
+export interface OAuthClient {
+  clientId: string;
+  name: string;
+  role: ApiRole;
+  project?: string;
+  certificateBound: boolean;
+  createdAt: string;
+}
+
+/** An error of the token endpoint (RFC 6749 section 5.2). */
+export class OAuthError extends Error {
+  constructor(
+    readonly status: 400 | 401,
+    readonly error: 'invalid_request' | 'invalid_client' | 'invalid_grant' | 'unauthorized_client' | 'unsupported_grant_type' | 'invalid_scope',
+    readonly description: string,
+  ) {
+    super(description);
+  }
+}
+
+async function hashSecret(secret: string): Promise<string> {
+  const salt = randomBytes(16);
+  const h = await scrypt(secret, salt, 32, SCRYPT);
+  return `scrypt$${SCRYPT.N}$${salt.toString('base64url')}$${h.toString('base64url')}`;
+}
+
+async function secretMatches(secret: string, stored: string): Promise<boolean> {
+  const [alg, n, salt, hash] = stored.split('$');
+  if (alg !== 'scrypt' || !n || !salt || !hash) return false;
+  const want = Buffer.from(hash, 'base64url');
+  const got = await scrypt(secret, Buffer.from(salt, 'base64url'), want.length, { ...SCRYPT, N: Number(n) });
+  return got.length === want.length && timingSafeEqual(got, want);
+}
+
+/** RFC 8705 thumbprint of a DER certificate: base64url(SHA-256(DER)). */
+export function certThumbprint(der: Buffer): string {
+  return createHash('sha256').update(der).digest('base64url');
+}
+
+interface CachedToken {
+  principal: Principal;
+  clientId: string;
+  cnf: string | null;
+}
+
+type OAuthSettings = AuthConfig['oauth2'];
+
+/** The built-in authorization server and the introspection client. */
+export class OAuthService {
+  private readonly tokens = new ExpiringCache<CachedToken | null>(10_000);
+  private readonly introspected = new ExpiringCache<{ principal: Principal; cnf: string | null } | null>(10_000);
+  /** A client's dummy hash, compared against when the client id is unknown (same timing). */
+  private dummyHash: Promise<string> | undefined;
+
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly s: OAuthSettings,
+  ) {}
+
+  /** Registers a client; the secret is returned once, only its hash is stored. */
+  async register(input: { name: string; role: ApiRole; project?: string; certificateBound?: boolean }): Promise<OAuthClient & { clientSecret: string }> {
+    const clientId = randomUUID();
+    const clientSecret = `${SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const row = await this.db
+      .insertInto('oauth_client')
+      .values({ id: clientId, name: input.name, secret_hash: await hashSecret(clientSecret), project: input.project ?? null, role: input.role, certificate_bound: input.certificateBound ?? false })
+      .returningAll()
+      .executeTakeFirstOrThrow();
+    return { ...clientFromRow(row), clientSecret };
+  }
+
+  async list(): Promise<OAuthClient[]> {
+    return (await this.db.selectFrom('oauth_client').selectAll().orderBy('created_at').orderBy('id').execute()).map(clientFromRow);
+  }
+
+  async get(id: string): Promise<OAuthClient> {
+    const row = await this.db.selectFrom('oauth_client').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row) throw vnfmError('VNFM_ERR_API_NOT_FOUND', `OAuth client ${id} not found`);
+    return clientFromRow(row);
+  }
+
+  /** Deletes a client and every token it holds (tokens cached by other processes live at most a minute more). */
+  async delete(id: string): Promise<void> {
+    const r = await this.db.deleteFrom('oauth_client').where('id', '=', id).executeTakeFirst();
+    if (Number(r.numDeletedRows) === 0) throw vnfmError('VNFM_ERR_API_NOT_FOUND', `OAuth client ${id} not found`);
+    this.tokens.deleteWhere((t) => t?.clientId === id);
+  }
+
+  /** The client credentials grant. `cert`: thumbprint of the verified TLS client certificate, if any. */
+  async issue(req: { clientId: string; clientSecret: string; scope: string | undefined; cert: string | undefined }): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number; scope: string }> {
+    const row = await this.db.selectFrom('oauth_client').selectAll().where('id', '=', req.clientId).executeTakeFirst();
+    this.dummyHash ??= hashSecret(randomBytes(16).toString('hex'));
+    const ok = await secretMatches(req.clientSecret, row?.secret_hash ?? (await this.dummyHash));
+    if (!row || !ok) throw new OAuthError(401, 'invalid_client', 'client authentication failed');
+    if (row.certificate_bound && !req.cert) throw new OAuthError(400, 'unauthorized_client', 'this client must present its TLS client certificate');
+    const clientRole = row.role as ApiRole;
+    const allowed = new Map<string, ApiRole>();
+    for (const r of rolesUpTo(clientRole)) allowed.set(r, r);
+    for (const [scope, r] of Object.entries(this.s.scopeMap)) if (rolesUpTo(clientRole).has(r)) allowed.set(scope, r);
+    const requested = req.scope === undefined || req.scope.trim() === '' ? [clientRole as string] : [...new Set(req.scope.trim().split(/ +/))];
+    const unknown = requested.filter((x) => !allowed.has(x));
+    if (unknown.length > 0) throw new OAuthError(400, 'invalid_scope', `scope not allowed for this client: ${unknown.join(' ')}`);
+    const role = strongest(requested.map((x) => allowed.get(x) as ApiRole)) ?? clientRole;
+    const token = `${TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+    const expiresAt = new Date(Date.now() + this.s.tokenTtlSeconds * 1000);
+    await this.db.deleteFrom('oauth_token').where('expires_at', '<', new Date()).execute();
+    await this.db
+      .insertInto('oauth_token')
+      .values({ token_hash: credentialHash(token), client_id: row.id, role, scope: requested.join(' '), cnf_x5t: req.cert ?? null, expires_at: expiresAt })
+      .execute();
+    return { access_token: token, token_type: 'Bearer', expires_in: this.s.tokenTtlSeconds, scope: requested.join(' ') };
+  }
+
+  /**
+   * The principal of a built-in token, or null when it is unknown or expired; throws 401 when it
+   * is bound to a certificate the request does not present.
+   */
+  async verify(token: string, cert: string | undefined): Promise<{ principal: Principal; cnf: string | null } | null> {
+    const key = credentialHash(token);
+    let hit = this.tokens.get(key);
+    if (hit === undefined) {
+      const row = await this.db
+        .selectFrom('oauth_token as t')
+        .innerJoin('oauth_client as c', 'c.id', 't.client_id')
+        .select(['t.client_id', 't.role', 't.cnf_x5t', 't.expires_at', 'c.name', 'c.project'])
+        .where('t.token_hash', '=', key)
+        .executeTakeFirst();
+      const exp = row ? new Date(row.expires_at).getTime() : 0;
+      if (!row || exp <= Date.now()) {
+        this.tokens.set(key, null, Date.now() + 5000);
+        return null;
+      }
+      hit = {
+        clientId: row.client_id,
+        cnf: row.cnf_x5t,
+        principal: { id: row.client_id, name: row.name, ...(row.project ? { project: row.project } : {}), roles: rolesUpTo(row.role as ApiRole), via: 'oauth2' },
+      };
+      this.tokens.set(key, hit, Math.min(exp, Date.now() + 60_000));
+    }
+    if (hit === null) return null;
+    return { principal: hit.principal, cnf: hit.cnf };
+  }
+
+  /** True when an external authorization server is configured. */
+  get introspects(): boolean {
+    return Boolean(this.s.introspection.endpoint);
+  }
+
+  /** RFC 7662 introspection at the external server: the principal, or null when the token is not active. */
+  async introspect(token: string): Promise<{ principal: Principal; cnf: string | null } | null> {
+    const key = credentialHash(token);
+    const hit = this.introspected.get(key);
+    if (hit !== undefined) return hit;
+    const i = this.s.introspection;
+    let res: Response;
+    try {
+      res = await fetch(i.endpoint as string, {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/x-www-form-urlencoded',
+          accept: 'application/json',
+          authorization: `Basic ${Buffer.from(`${encodeURIComponent(i.clientId ?? '')}:${encodeURIComponent(i.clientSecret ?? '')}`).toString('base64')}`,
+        },
+        body: new URLSearchParams({ token, token_type_hint: 'access_token' }).toString(),
+        signal: AbortSignal.timeout(10_000),
+      });
+    } catch {
+      throw vnfmError('VNFM_ERR_API_AUTH_UNAVAILABLE', 'the OAuth 2.0 authorization server does not answer; try again later');
+    }
+    if (res.status !== 200) {
+      await res.body?.cancel();
+      throw vnfmError('VNFM_ERR_API_AUTH_UNAVAILABLE', `the OAuth 2.0 authorization server could not introspect the token (HTTP ${res.status})`);
+    }
+    const b = (await res.json().catch(() => ({}))) as Record<string, unknown>;
+    const now = Date.now();
+    const exp = typeof b.exp === 'number' ? b.exp * 1000 : now + i.cacheTtlMs;
+    if (b.active !== true || exp <= now) {
+      this.introspected.set(key, null, now + 5000);
+      return null;
+    }
+    const scopes = typeof b.scope === 'string' ? b.scope.split(' ').filter(Boolean) : [];
+    const role = strongest(scopes.map((x) => (API_ROLES.includes(x as ApiRole) ? (x as ApiRole) : this.s.scopeMap[x])).filter((r): r is ApiRole => r !== undefined));
+    const project = b[i.projectClaim];
+    const cnf = b.cnf && typeof b.cnf === 'object' ? (b.cnf as Record<string, unknown>)['x5t#S256'] : undefined;
+    const out = {
+      principal: {
+        id: String(b.sub ?? b.client_id ?? 'unknown'),
+        name: String(b.username ?? b.client_id ?? b.sub ?? 'unknown'),
+        ...(typeof project === 'string' && project !== '' ? { project } : {}),
+        roles: role ? rolesUpTo(role) : new Set<ApiRole>(),
+        via: 'oauth2-introspection',
+      },
+      cnf: typeof cnf === 'string' ? cnf : null,
+    };
+    this.introspected.set(key, out, Math.min(exp, now + i.cacheTtlMs));
+    return out;
+  }
+}
+
+function clientFromRow(r: { id: string; name: string; role: string; project: string | null; certificate_bound: boolean; created_at: Date | string }): OAuthClient {
+  return { clientId: r.id, name: r.name, role: r.role as ApiRole, ...(r.project ? { project: r.project } : {}), certificateBound: r.certificate_bound, createdAt: new Date(r.created_at).toISOString() };
+}
