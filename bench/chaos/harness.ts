@@ -275,6 +275,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         autoheal: { maxHealsPerVnfc: 1_000_000, sweepMs: 500, leaseMs, busyRetryMs: 1000 },
         sync: { intervalMs: 0 },
         vim: { stackTimeoutMs: 300_000, kubernetesWaitMs: 300_000 },
+        // the harness's subscriber and simulated Server Notifier listen on loopback
+        outbound: { allow: ['127.0.0.0/8'] },
       }),
     );
     const replicas: Replica[] = [];
@@ -421,12 +423,14 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       if (a.status !== 201 && a.status !== 202) throw new Error(`${what}: ${a.status} ${a.text.slice(0, 500)}`);
       return a.body;
     };
-    c201(
+    const osVim = c201(
       await send('POST', '/v1.0/vims', {
         vim: { name: 'chaos-os', type: 'openstack', is_default: true, auth_url: authUrl, auth_cred: { username: 'admin', password: 'admin-secret', user_domain_name: 'Default' }, vim_project: { name: 'admin', project_domain_name: 'Default' } },
       }),
       'register the OpenStack VIM',
     );
+    // the VIM's token only goes to a Server Notifier an admin registered for that VIM
+    c201(await send('POST', '/vnfm/v1/server-notifiers', { name: 'chaos-notifier', uri: snUrl, vimId: osVim.vim.id }), 'register the Server Notifier');
     const k8sVim = c201(
       await send('POST', '/v1.0/vims', { vim: { name: 'chaos-k8s', type: 'kubernetes', is_default: true, auth_url: k8sUrl, auth_cred: { bearer_token: k8sToken, ssl_ca_cert: k8sCa }, vim_project: { name: 'default' } } }),
       'register the Kubernetes VIM',

@@ -11,7 +11,7 @@
  * hash).
  *
  * ```ts
- * import { lbOwner, nodePortFrontends, apiServerFrontend, reconcileOwner, removeOwner } from '../../lb/index.ts';
+ * // lbOwner, nodePortFrontends, apiServerFrontend, reconcileOwner, removeOwner: this module's exports
  * const session = await connectSsh({ host: lbIp, username, password }, { hostKey });
  * const release = await ctx.lock(`lb:${lbIp}`);           // serialise with other instances' drivers
  * try {
