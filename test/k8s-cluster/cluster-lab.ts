@@ -48,10 +48,14 @@ export function vnfmApi(vnfm: () => TestVnfm, settleMs: number) {
   return { call, settle, lcm, instance, clusterNodes, simAdmin };
 }
 
-/** The lab's Kubernetes API: a request, and the Ready state of every Node. */
-export function labKubernetes(vnfm: () => TestVnfm) {
+/**
+ * The lab's Kubernetes API: a request, and the Ready state of every Node. `lab`: where the lab
+ * keeps its files and where its Kubernetes listens (an in-process VNFM's {@link labInfo}, or what
+ * a VNFM child process logged).
+ */
+export function labKubernetes(lab: () => { labDir: string; kubernetesUrl: string }) {
   const req = (method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
-    const info = labInfo(vnfm());
+    const info = lab();
     const creds = JSON.parse(readFileSync(join(info.labDir, 'credentials.json'), 'utf8')) as { kubernetesToken: string };
     const ca = readFileSync(join(info.labDir, 'kubernetes-ca.pem'), 'utf8');
     return new Promise((resolve, reject) => {
@@ -78,4 +82,23 @@ export function serverOf(inst: Json, vnfcInfoId: string): string {
   const info = inst.instantiatedVnfInfo;
   const v = info.vnfcInfo.find((x: Json) => x.id === vnfcInfoId);
   return info.vnfcResourceInfo.find((r: Json) => r.id === v.vnfcResourceInfoId).computeResource.resourceId;
+}
+
+/** `sudo etcdctl` against a master's local member, with the healthcheck client certificate. */
+export const ETCDCTL = 'sudo ETCDCTL_API=3 etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key';
+
+/** What a kubeadm master shows over SSH (`ssh` runs a command on a host as the lab user). */
+export function masterReads(ssh: (ip: string, cmd: string) => Promise<{ code: number; stdout: string; stderr: string }>) {
+  /** etcd members as a surviving master sees them: name -> learner?. */
+  const etcdMembers = async (ip: string): Promise<Record<string, boolean>> => {
+    const r = await ssh(ip, `${ETCDCTL} member list -w json`);
+    assert.equal(r.code, 0, r.stderr);
+    return Object.fromEntries((JSON.parse(r.stdout).members as Json[]).map((m) => [m.name, m.isLearner === true]));
+  };
+  /** The masters a master's HAProxy configuration file lists. */
+  const haproxyServers = async (ip: string): Promise<string[]> => {
+    const r = await ssh(ip, 'cat /etc/haproxy/haproxy.cfg');
+    return [...r.stdout.matchAll(/^\s*server\s+(master\d+)\s/gm)].map((m) => m[1] as string).sort();
+  };
+  return { etcdMembers, haproxyServers };
 }

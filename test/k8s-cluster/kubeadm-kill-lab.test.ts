@@ -10,17 +10,17 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { request as httpsRequest } from 'node:https';
-import { type AddressInfo, createServer, type Server } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
+import { freePort } from '../helpers/app.ts';
 import { vnfmRequest } from '../helpers/http.ts';
 import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { csarOf, ROOT } from '../helpers/packages.ts';
 import { stage } from '../helpers/stages.ts';
 import { guard, until } from '../helpers/wait.ts';
 import { type Cli, type Line, sshRun, started, startCli } from '../lab/lab-helpers.ts';
+import { labKubernetes, masterReads } from './cluster-lab.ts';
 
 const lab = await stage('lab');
 // One lab test file at a time (see test/helpers/lab-exclusive.ts).
@@ -32,22 +32,7 @@ type Json = any;
 const PKG = join(ROOT, 'samples/k8s-cluster-kubeadm');
 const LAB_PASSWORD = 'kill-lab-pass-5d2a91';
 const SIM_ADMIN = { 'x-sim-admin-secret': 'sim-admin-secret', 'content-type': 'application/json' };
-const ETCDCTL = 'sudo ETCDCTL_API=3 etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key';
 const FINAL = ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK'];
-
-/** `n` distinct ports free on this machine now (listened on, then closed). */
-async function freePorts(n: number): Promise<number[]> {
-  const servers = await Promise.all(
-    Array.from({ length: n }, () => new Promise<Server>((resolve, reject) => {
-      const srv = createServer();
-      srv.once('error', reject);
-      srv.listen(0, '0.0.0.0', () => resolve(srv));
-    })),
-  );
-  const ports = servers.map((srv) => (srv.address() as AddressInfo).port);
-  await Promise.all(servers.map((srv) => new Promise((r) => srv.close(r))));
-  return ports;
-}
 
 describe('k8s-kubeadm: the VNFM killed between "member removed" and "VM replaced"', { skip: lab.skip }, () => {
   let dir = '';
@@ -66,34 +51,9 @@ describe('k8s-kubeadm: the VNFM killed between "member removed" and "VM replaced
     return FINAL.includes(o.operationState) ? o : undefined;
   }, 900_000, 250);
   const ssh = (ip: string, cmd: string) => sshRun(ip, 'hvlab', LAB_PASSWORD, cmd);
-  const members = async (ip: string): Promise<Record<string, boolean>> => {
-    const r = await ssh(ip, `${ETCDCTL} member list -w json`);
-    assert.equal(r.code, 0, r.stderr);
-    return Object.fromEntries((JSON.parse(r.stdout).members as Json[]).map((m) => [m.name ?? '', m.isLearner === true]));
-  };
-  const haproxyServers = async (ip: string): Promise<string[]> => {
-    const r = await ssh(ip, 'cat /etc/haproxy/haproxy.cfg');
-    return [...r.stdout.matchAll(/^\s*server\s+(master\d+)\s/gm)].map((m) => m[1] as string).sort();
-  };
-  /** Ready state of every Node of the lab Kubernetes (its URL from the lab's log line, CA and token from its files). */
-  const readyNodes = async (): Promise<Record<string, boolean>> => {
-    const labLine = (cli as Cli).lines.find((l: Line) => l.msg === 'lab started');
-    const labDir = join(dir, 'data', 'lab');
-    const token = (JSON.parse(readFileSync(join(labDir, 'credentials.json'), 'utf8')) as { kubernetesToken: string }).kubernetesToken;
-    const ca = readFileSync(join(labDir, 'kubernetes-ca.pem'), 'utf8');
-    const list: Json = await new Promise((resolve, reject) => {
-      const req = httpsRequest(`${labLine.kubernetes}/api/v1/nodes`, { ca, headers: { authorization: `Bearer ${token}` } }, (res) => {
-        let text = '';
-        res.on('data', (d) => {
-          text += d;
-        });
-        res.on('end', () => resolve(JSON.parse(text)));
-      });
-      req.on('error', reject);
-      req.end();
-    });
-    return Object.fromEntries((list.items as Json[]).map((n) => [n.metadata.name, (n.status?.conditions ?? []).some((c: Json) => c.type === 'Ready' && c.status === 'True')]));
-  };
+  const { etcdMembers: members, haproxyServers } = masterReads(ssh);
+  /** The lab Kubernetes of the running VNFM child: its files in the data directory, its URL from its log line. */
+  const labKube = labKubernetes(() => ({ labDir: join(dir, 'data', 'lab'), kubernetesUrl: (cli as Cli).lines.find((l: Line) => l.msg === 'lab started').kubernetes }));
   /** Every VNFM process started (all stopped at the end, whatever failed). */
   const clis: Cli[] = [];
   const up = async (): Promise<void> => {
@@ -109,7 +69,7 @@ describe('k8s-kubeadm: the VNFM killed between "member removed" and "VM replaced
     dir = mkdtempSync(join(tmpdir(), 'vnfm-kubeadm-kill-'));
     // fixed ports for the restart: the instance keeps the simulated OpenStack's Keystone URL, and
     // the hosts the lab adopts keep the lab Kubernetes' URL (a real cloud does not move either)
-    const [openstackPort, kubernetesPort, notifierPort, labKubernetesPort] = await freePorts(4);
+    const [openstackPort, kubernetesPort, notifierPort, labKubernetesPort] = [await freePort(), await freePort(), await freePort(), await freePort()];
     writeFileSync(
       join(dir, 'config.json'),
       JSON.stringify({
@@ -201,7 +161,7 @@ describe('k8s-kubeadm: the VNFM killed between "member removed" and "VM replaced
     assert.deepEqual(Object.keys(m).sort(), [target.name, ...survivors.map((s: Json) => s.name)].sort());
     assert.ok(Object.values(m).every((learner) => !learner), 'no learner');
     for (const s of survivors) assert.deepEqual(await haproxyServers(s.sshIp), [target.name, ...survivors.map((x: Json) => x.name)].sort());
-    const ready = await readyNodes();
+    const ready = await labKube.nodes();
     assert.equal(Object.keys(ready).length, 5, JSON.stringify(ready));
     assert.ok(Object.values(ready).every(Boolean), JSON.stringify(ready));
   });

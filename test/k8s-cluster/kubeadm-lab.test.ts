@@ -18,7 +18,7 @@ import { csarOf, onboard, ROOT } from '../helpers/packages.ts';
 import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { stage } from '../helpers/stages.ts';
 import { sshRun } from '../lab/lab-helpers.ts';
-import { type Json, labKubernetes, serverOf, vnfmApi } from './cluster-lab.ts';
+import { ETCDCTL, type Json, labInfo, labKubernetes, masterReads, serverOf, vnfmApi } from './cluster-lab.ts';
 
 const lab = await stage('lab');
 // One lab test file at a time (see test/helpers/lab-exclusive.ts).
@@ -34,7 +34,7 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
 
   // Installs and joins take a while on a loaded machine: a generous bound that only fails the test.
   const { call, settle, lcm, instance, clusterNodes, simAdmin } = vnfmApi(() => vnfm, 600_000);
-  const kube = labKubernetes(() => vnfm);
+  const kube = labKubernetes(() => labInfo(vnfm));
   const labKubeReq = kube.req;
   const nodes = kube.nodes;
 
@@ -79,22 +79,12 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
     assert.equal(Object.keys(r).length, count, JSON.stringify(r));
     assert.ok(Object.values(r).every(Boolean), JSON.stringify(r));
   };
-  const ETCDCTL = 'sudo ETCDCTL_API=3 etcdctl --endpoints https://127.0.0.1:2379 --cacert /etc/kubernetes/pki/etcd/ca.crt --cert /etc/kubernetes/pki/etcd/healthcheck-client.crt --key /etc/kubernetes/pki/etcd/healthcheck-client.key';
-  /** etcd members as a surviving master sees them: name -> learner?. */
-  const etcdMembers = async (ip: string): Promise<Record<string, boolean>> => {
-    const r = await ssh(ip, `${ETCDCTL} member list -w json`);
-    assert.equal(r.code, 0, r.stderr);
-    return Object.fromEntries((JSON.parse(r.stdout).members as Json[]).map((m) => [m.name, m.isLearner === true]));
-  };
+  const { etcdMembers, haproxyServers } = masterReads(ssh);
   /** The masters the running HAProxy of a master serves (its runtime API): what a reload took in. */
   const haproxyLive = async (ip: string): Promise<string[]> => {
     const r = await ssh(ip, "echo 'show servers state kubernetes-apiserver' | sudo socat stdio /etc/haproxy/admin.sock");
     assert.equal(r.code, 0, r.stderr);
     return [...r.stdout.matchAll(/^\d+ kubernetes-apiserver \d+ (master\d+) /gm)].map((m) => m[1] as string).sort();
-  };
-  const haproxyServers = async (ip: string): Promise<string[]> => {
-    const r = await ssh(ip, 'cat /etc/haproxy/haproxy.cfg');
-    return [...r.stdout.matchAll(/^\s*server\s+(master\d+)\s/gm)].map((m) => m[1] as string).sort();
   };
 
   /** Samples every process's command line on the machine while the scenarios run (secrets check: the password, join tokens). */

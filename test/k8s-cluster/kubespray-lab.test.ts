@@ -39,7 +39,7 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
   let ansibleIp = '';
 
   const { call, settle, lcm, instance, clusterNodes, simAdmin } = vnfmApi(() => vnfm, 900_000);
-  const kube = labKubernetes(() => vnfm);
+  const kube = labKubernetes(() => labInfoOf(vnfm));
   const labKubeReq = kube.req;
   const nodes = kube.nodes;
   const labInfo = () => labInfoOf(vnfm);
