@@ -9,6 +9,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export class VnfmMetrics {
   readonly registry = new Registry();
   readonly httpRequests = new Counter({ name: 'vnfm_http_requests_total', help: 'HTTP requests by route and status class', labelNames: ['method', 'route', 'status'] as const, registers: [this.registry] });
+  readonly httpRejectedBusy = new Counter({ name: 'vnfm_http_rejected_busy_total', help: 'API requests answered 503 at once because api.maxInFlightRequests were being served', registers: [this.registry] });
   readonly lcmOps = new Counter({ name: 'vnfm_lcm_operations_total', help: 'LCM operations finished, by operation and final state', labelNames: ['operation', 'result'] as const, registers: [this.registry] });
   readonly lcmOpDuration = new Histogram({ name: 'vnfm_lcm_operation_duration_seconds', help: 'Accepted to final state', labelNames: ['operation'] as const, buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
   readonly lcmInflight = new Gauge({ name: 'vnfm_lcm_op_inflight', help: 'Operations being executed by this process', registers: [this.registry] });
@@ -32,6 +33,7 @@ export class VnfmMetrics {
       for (const step of ['grant', 'mgmt-start', 'infra', 'mgmt-end', 'finalize']) this.stepRetries.inc({ operation: op, step }, 0);
     }
     this.leaseLosses.inc(0);
+    this.httpRejectedBusy.inc(0);
     for (const t of ['manual', 'auto']) for (const r of ['COMPLETED', 'FAILED_TEMP']) this.heals.inc({ trigger: t, result: r }, 0);
     for (const r of ['delivered', 'failed', 'dead', 'redelivered']) this.notifications.inc({ result: r }, 0);
     for (const r of ['accepted', 'ignored', 'rejected']) this.faultNotifications.inc({ result: r }, 0);
