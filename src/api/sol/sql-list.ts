@@ -100,6 +100,8 @@ export function decodeCursor(collection: string, marker: unknown): Cursor {
 /** A top-level API attribute stored as a plain column, filterable in SQL. */
 export interface ColumnAttr {
   readonly column: string;
+  /** SQL expression of the value when it is not the column itself (e.g. a field of a jsonb column). */
+  readonly expr?: RawBuilder<unknown>;
   /** text (nullable or not), boolean, or timestamptz rendered as ISO 8601 with milliseconds. */
   readonly type: 'text' | 'bool' | 'time';
 }
@@ -132,6 +134,11 @@ export interface SqlListSpec {
   readonly lazy?: Readonly<Record<string, string>>;
   /** Fixed conditions (e.g. legacy `?status=` query parameters). */
   readonly where?: readonly RawBuilder<boolean>[];
+  /**
+   * A further check of each item in memory (e.g. legacy query parameters whose exact semantics
+   * SQL does not have; `where` then holds a superset). Rows are then read in batches.
+   */
+  readonly accept?: (item: Record<string, unknown>) => boolean;
   /** Builds the API representation of a row. */
   toApi(row: Record<string, unknown>): Record<string, unknown>;
 }
@@ -168,7 +175,7 @@ function or(parts: RawBuilder<boolean>[]): RawBuilder<boolean> {
  * decides the edge).
  */
 function columnCondition(term: SimpleFilterExpr, a: ColumnAttr): RawBuilder<boolean> | undefined {
-  const col = sql.ref(a.column);
+  const col = a.expr ?? sql.ref(a.column);
   const { op, values } = term;
   if (a.type === 'bool') {
     const hits = values.filter((v) => v === 'true' || v === 'false').map((v) => v === 'true');
@@ -305,7 +312,7 @@ export function planFilter(spec: SqlListSpec, filter: FilterExpression | undefin
     if (presence) conditions.push(presence);
     else if (name !== undefined && spec.attrs[name] && spec.attrs[name].type !== 'bool') {
       // any term on an absent (null) attribute never matches
-      conditions.push(sql<boolean>`${sql.ref(spec.attrs[name].column)} is not null`);
+      conditions.push(sql<boolean>`${spec.attrs[name].expr ?? sql.ref(spec.attrs[name].column)} is not null`);
     }
   }
   return { conditions, residual, recheck };
@@ -398,7 +405,7 @@ export async function readPage(db: Kysely<Database>, spec: SqlListSpec, r: ListR
   const keys: Cursor[] = [];
   let after = r.after;
   let scanned = 0;
-  const batch = paged ? (plan.residual.length ? Math.max(r.pageSize + 1, 500) : r.pageSize + 1) : undefined;
+  const batch = paged ? (plan.residual.length || spec.accept ? Math.max(r.pageSize + 1, 500) : r.pageSize + 1) : undefined;
   for (;;) {
     const rows = await fetchRows(db, spec, columns, plan.conditions, after, batch);
     scanned += rows.length;
@@ -406,6 +413,7 @@ export async function readPage(db: Kysely<Database>, spec: SqlListSpec, r: ListR
       const key = { t: row[CURSOR_COLUMN] as string, id: row.id as string };
       const item = spec.toApi(fill(row));
       if (recheck && !matchesFilter(item, recheck)) continue;
+      if (spec.accept && !spec.accept(item)) continue;
       items.push(item);
       keys.push(key);
       if (paged && items.length > r.pageSize) break;
@@ -419,7 +427,8 @@ export async function readPage(db: Kysely<Database>, spec: SqlListSpec, r: ListR
   return { items, nextMarker: encodeCursor(spec.collection, keys[r.pageSize - 1] as Cursor), scanned };
 }
 
-function linkFor(baseUrl: string, query: Record<string, unknown>, marker: string): string {
+/** The `Link: <...>; rel="next"` header value: every query parameter of the request, the marker replaced. */
+export function linkFor(baseUrl: string, query: Record<string, unknown>, marker: string): string {
   const parts: string[] = [];
   for (const [key, raw] of Object.entries(query)) {
     if (key === NEXTPAGE_MARKER_PARAMETER || raw === undefined || raw === null) continue;
