@@ -24,8 +24,20 @@ export class VnfmMetrics {
   readonly autohealSuppressed = new Counter({ name: 'vnfm_autoheal_suppressed_total', help: 'Auto-heals suppressed, by reason', labelNames: ['reason'] as const, registers: [this.registry] });
   readonly packages = new Counter({ name: 'vnfm_package_onboarding_total', help: 'Package onboardings by result', labelNames: ['result'] as const, registers: [this.registry] });
 
-  constructor(opts: { defaultMetrics?: boolean } = {}) {
+  constructor(opts: { defaultMetrics?: boolean; wasmMemoryBytes?: () => number } = {}) {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'vnfm_process_' });
+    const wasm = opts.wasmMemoryBytes;
+    if (wasm) {
+      // the embedded database's linear memory (reserved and grown, never shrunk), part of RSS and of nodejs_external_memory
+      new Gauge({
+        name: 'vnfm_db_wasm_memory_bytes',
+        help: 'Size of the embedded database (PGlite) WebAssembly memory',
+        registers: [this.registry],
+        collect() {
+          this.set(wasm());
+        },
+      });
+    }
     for (const op of ['INSTANTIATE', 'SCALE', 'HEAL', 'TERMINATE', 'MODIFY_INFO']) {
       for (const r of ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']) this.lcmOps.inc({ operation: op, result: r }, 0);
     }
