@@ -19,8 +19,9 @@
  *   exact in most cases, a superset otherwise. Terms whose semantics SQL cannot reproduce exactly
  *   are either given a necessary SQL pre-condition (e.g. the attribute must be present: a JSON
  *   column not null, `instantiatedVnfInfo` only when INSTANTIATED) or left entirely to memory.
- *   Whatever was pushed down, every fetched row is checked again in memory with the full filter,
- *   so SQL conditions only ever need to be *supersets*; results equal the in-memory oracle.
+ *   Every fetched row is checked again in memory with every term except the JSON terms SQL
+ *   decides exactly, so the other SQL conditions only ever need to be *supersets*; results equal
+ *   the in-memory oracle.
  * - **Residual filtering still pages correctly.** When some term is evaluated in memory, rows are
  *   read in keyset order in batches and filtered until the page is full (or the collection ends);
  *   the cursor is the last *returned* item, so paging stays exact.
