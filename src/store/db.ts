@@ -47,7 +47,8 @@ export { DataDirLockedError } from './data-dir-lock.ts';
  * WebAssembly memory, which grows and never shrinks: PGlite's default (128 MB) grows that memory
  * from 128 to ~190 MB and adds ~140 MB of RSS with 10,000 instances; 32 MB keeps the linear memory at
  * its initial 128 MB, and reads beyond the buffers come from the operating system's file cache
- * (docs/benchmarks.md, "Restart").
+ * (docs/benchmarks.md, "Restart"). They apply when an existing data directory is opened; the
+ * process that creates one (and a `memory://` database) keeps the 128 MB its initdb wrote.
  */
 export const EMBEDDED_DEFAULTS = { sharedBuffers: '32MB', workMem: '4MB' } as const;
 
