@@ -52,6 +52,12 @@ export interface AuthConfig {
   docs: OpenEndpointRule;
   /** Longest accepted credential header (X-Auth-Token, Authorization); longer is a 400. @default 8192 */
   maxCredentialBytes: number;
+  /**
+   * Who owns VNF packages and VIMs: 'project' (the project that created one; another project
+   * gets 404; Tacker's way) or 'shared' (every project sees and uses them, admins change them).
+   * @default { packages: 'project', vims: 'project' }
+   */
+  tenancy: { packages: 'project' | 'shared'; vims: 'project' | 'shared' };
   keystone: {
     /** Keystone v3 URL, e.g. http://keystone:5000/v3. */
     authUrl: string | undefined;
@@ -75,6 +81,12 @@ export interface AuthConfig {
   oauth2: {
     /** Lifetime of a token of the built-in endpoint. @default 3600 */
     tokenTtlSeconds: number;
+    /**
+     * How often a process checks (one indexed read) whether a client was deleted by any process
+     * before it trusts a token it cached; a deleted client's tokens stop working everywhere
+     * within this time. 0: check on every request. @default 1000
+     */
+    revocationCheckMs: number;
     /** OAuth scope -> VNFM role; the role names themselves are scopes too. @default {} */
     scopeMap: Record<string, ApiRole>;
     /** External authorization server (RFC 7662); when set, tokens unknown to the built-in endpoint are introspected there. */
@@ -407,6 +419,7 @@ export function defaultConfig(): VnfmConfig {
       metrics: 'loopback',
       docs: 'loopback',
       maxCredentialBytes: 8192,
+      tenancy: { packages: 'project', vims: 'project' },
       keystone: {
         authUrl: undefined,
         username: undefined,
@@ -419,7 +432,7 @@ export function defaultConfig(): VnfmConfig {
         timeoutMs: 10_000,
         roleMap: { admin: 'admin', member: 'operator', reader: 'reader' },
       },
-      oauth2: { tokenTtlSeconds: 3600, scopeMap: {}, introspection: { endpoint: undefined, clientId: undefined, clientSecret: undefined, cacheTtlMs: 60_000, projectClaim: 'project' } },
+      oauth2: { tokenTtlSeconds: 3600, revocationCheckMs: 1000, scopeMap: {}, introspection: { endpoint: undefined, clientId: undefined, clientSecret: undefined, cacheTtlMs: 60_000, projectClaim: 'project' } },
       mtls: { certFile: undefined, keyFile: undefined, caFile: undefined, clients: [] },
     },
     health: { public: true, readyTimeoutMs: 1000, livenessPort: 0, livenessHost: undefined, maxStallMs: 10_000 },
@@ -473,6 +486,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_AUTH_POLICY_FILE: ['auth.policyFile', 'string'],
   VNFM_AUTH_METRICS: ['auth.metrics', 'string'],
   VNFM_AUTH_DOCS: ['auth.docs', 'string'],
+  VNFM_AUTH_TENANCY_PACKAGES: ['auth.tenancy.packages', 'string'],
+  VNFM_AUTH_TENANCY_VIMS: ['auth.tenancy.vims', 'string'],
   VNFM_KEYSTONE_AUTH_URL: ['auth.keystone.authUrl', 'string'],
   VNFM_KEYSTONE_USERNAME: ['auth.keystone.username', 'string'],
   VNFM_KEYSTONE_PASSWORD: ['auth.keystone.password', 'string'],
@@ -659,6 +674,7 @@ function validateAuth(cfg: VnfmConfig): void {
   const a = cfg.auth;
   for (const k of ['metrics', 'docs'] as const) if (!['open', 'loopback', 'authenticated'].includes(a[k])) throw new ConfigError(`auth.${k}: must be open, loopback or authenticated`);
   if (!Number.isInteger(a.maxCredentialBytes) || a.maxCredentialBytes < 256) throw new ConfigError('auth.maxCredentialBytes: must be an integer >= 256');
+  for (const k of ['packages', 'vims'] as const) if (!['project', 'shared'].includes(a.tenancy[k])) throw new ConfigError(`auth.tenancy.${k}: must be project or shared`);
   const k = a.keystone;
   if (modes.includes('keystone')) {
     for (const f of ['authUrl', 'username', 'password', 'projectName'] as const) if (!k[f]) throw new ConfigError(`auth.keystone.${f} is required with apiAuth keystone`);
@@ -668,6 +684,7 @@ function validateAuth(cfg: VnfmConfig): void {
   for (const f of ['cacheTtlMs', 'cacheMaxEntries', 'timeoutMs'] as const) if (!Number.isInteger(k[f]) || k[f] < 1) throw new ConfigError(`auth.keystone.${f}: must be an integer >= 1`);
   const o = a.oauth2;
   if (!Number.isInteger(o.tokenTtlSeconds) || o.tokenTtlSeconds < 1) throw new ConfigError('auth.oauth2.tokenTtlSeconds: must be an integer >= 1');
+  if (!Number.isInteger(o.revocationCheckMs) || o.revocationCheckMs < 0) throw new ConfigError('auth.oauth2.revocationCheckMs: must be an integer >= 0');
   for (const [name, role] of Object.entries(o.scopeMap)) if (!API_ROLES.includes(role)) throw new ConfigError(`auth.oauth2.scopeMap.${name}: must be one of ${API_ROLES.join(', ')}`);
   if (o.introspection.endpoint && !/^https?:\/\//.test(o.introspection.endpoint)) throw new ConfigError('auth.oauth2.introspection.endpoint: must be an http(s) URL');
   if (o.introspection.endpoint && (!o.introspection.clientId || !o.introspection.clientSecret)) throw new ConfigError('auth.oauth2.introspection: clientId and clientSecret are required with an endpoint');

@@ -62,7 +62,7 @@ export function buildContext(config: VnfmConfig, store: Store, log: Logger): App
   const box = openSecretBox({ configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir });
   const metrics = new VnfmMetrics({ defaultMetrics: true });
   const notifier = new Notifier(() => config.publicUrl);
-  const vims = new VimRegistry(store.db, box);
+  const vims = new VimRegistry(store.db, box, config.auth.tenancy.vims);
   const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }), config.packages);
   const instances = new InstanceService(store.db, notifier, vims, box, log);
   const outbound = new OutboundGuard(config.outbound, () => ({ host: config.host, port: config.port || Number(new URL(config.publicUrl).port) }));

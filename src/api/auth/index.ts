@@ -29,7 +29,7 @@ import { ANONYMOUS, type Principal, rolesUpTo } from './principal.ts';
 import { resourceTenantCheck } from './tenant.ts';
 
 export type { Principal } from './principal.ts';
-export { projectOf, seesAllProjects, tenantWhere } from './tenant.ts';
+export { ALL_PROJECTS, type ProjectScope, inScope, ownerProject, projectOf, requestScope, scopeOf, scopeWhere, seesAllProjects, tenantWhere } from './tenant.ts';
 
 /** Every route registered on an app (method and pattern), in registration order. */
 const ROUTES = new WeakMap<FastifyInstance, { method: string; url: string }[]>();
@@ -88,7 +88,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     for (const m of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: m, url: r.url });
   });
 
-  const policy = new Policy(config.faultNotification.prefix, config.auth.policyFile ? loadPolicyOverrides(config.auth.policyFile) : new Map());
+  const policy = new Policy(config.faultNotification.prefix, config.auth.policyFile ? loadPolicyOverrides(config.auth.policyFile) : new Map(), config.auth.tenancy);
   const verify = () => {
     const unknown = policy.unknownKeys(routes);
     if (unknown.length > 0) throw new Error(`auth.policyFile names routes that do not exist: ${unknown.join(', ')}`);
@@ -103,7 +103,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
   const keystone = modes.has('keystone') ? new KeystoneValidator(config.auth.keystone) : undefined;
   const oauth = modes.has('oauth2') ? new OAuthService(ctx.store.db, config.auth.oauth2) : undefined;
   const mtlsClients = config.auth.mtls.clients.map((c) => ({ ...c, fingerprint256: c.fingerprint256?.replace(/:/g, '').toLowerCase() }));
-  const tenantCheck = resourceTenantCheck(ctx.store.db, config.faultNotification.prefix);
+  const tenantCheck = resourceTenantCheck(ctx.store.db, config.faultNotification.prefix, config.auth.tenancy);
   const faultPrefix = config.faultNotification.prefix;
 
   const checkCnf = (cnf: string | null, cert: PeerCert | undefined) => {

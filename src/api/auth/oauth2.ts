@@ -13,6 +13,11 @@
  * External authorization server: tokens the built-in server did not issue are checked by RFC 7662
  * introspection when `auth.oauth2.introspection.endpoint` is set (active answers cached until the
  * token expires, at most `cacheTtlMs`).
+ *
+ * Revocation across processes: deleting a client bumps `auth_revocation.generation` in the same
+ * transaction; every process compares it, at most every `revocationCheckMs` (1 s), before it
+ * trusts a cached token, and drops its cache when it moved. A deleted client's tokens therefore
+ * stop working everywhere within that interval, not when the cache entries expire (a minute).
  */
 import { createHash, randomBytes, randomUUID, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -85,6 +90,9 @@ export class OAuthService {
   private readonly introspected = new ExpiringCache<{ principal: Principal; cnf: string | null } | null>(10_000);
   /** A client's dummy hash, compared against when the client id is unknown (same timing). */
   private dummyHash: Promise<string> | undefined;
+  /** The revocation generation the token cache was filled under, and when it was last read. */
+  private generation: string | undefined;
+  private generationReadAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -113,10 +121,18 @@ export class OAuthService {
     return clientFromRow(row);
   }
 
-  /** Deletes a client and every token it holds (tokens cached by other processes live at most a minute more). */
+  /**
+   * Deletes a client and every token it holds. The revocation generation grows in the same
+   * transaction: other processes drop their cached tokens at their next check (`revocationCheckMs`).
+   */
   async delete(id: string): Promise<void> {
-    const r = await this.db.deleteFrom('oauth_client').where('id', '=', id).executeTakeFirst();
-    if (Number(r.numDeletedRows) === 0) throw vnfmError('VNFM_ERR_API_NOT_FOUND', `OAuth client ${id} not found`);
+    const deleted = await this.db.transaction().execute(async (tx) => {
+      const r = await tx.deleteFrom('oauth_client').where('id', '=', id).executeTakeFirst();
+      if (Number(r.numDeletedRows) === 0) return false;
+      await tx.updateTable('auth_revocation').set((eb) => ({ generation: eb('generation', '+', 1) })).where('id', '=', 1).execute();
+      return true;
+    });
+    if (!deleted) throw vnfmError('VNFM_ERR_API_NOT_FOUND', `OAuth client ${id} not found`);
     this.tokens.deleteWhere((t) => t?.clientId === id);
   }
 
@@ -151,6 +167,7 @@ export class OAuthService {
    */
   async verify(token: string, cert: string | undefined): Promise<{ principal: Principal; cnf: string | null } | null> {
     const key = credentialHash(token);
+    if (this.tokens.get(key) !== undefined) await this.checkRevocations();
     let hit = this.tokens.get(key);
     if (hit === undefined) {
       const row = await this.db
@@ -169,10 +186,33 @@ export class OAuthService {
         cnf: row.cnf_x5t,
         principal: { id: row.client_id, name: row.name, ...(row.project ? { project: row.project } : {}), roles: rolesUpTo(row.role as ApiRole), via: 'oauth2' },
       };
+      if (this.generation === undefined) await this.checkRevocations();
       this.tokens.set(key, hit, Math.min(exp, Date.now() + 60_000));
     }
     if (hit === null) return null;
     return { principal: hit.principal, cnf: hit.cnf };
+  }
+
+  /**
+   * Drops the cached tokens when a client was deleted since they were cached (by any process on
+   * this database). Reads the generation at most every `revocationCheckMs`.
+   */
+  private async checkRevocations(): Promise<void> {
+    const now = Date.now();
+    if (now - this.generationReadAt < this.s.revocationCheckMs) return;
+    this.generationReadAt = now;
+    let g: string;
+    try {
+      const row = await this.db.selectFrom('auth_revocation').select('generation').where('id', '=', 1).executeTakeFirst();
+      g = String(row?.generation ?? '0');
+    } catch {
+      // unreadable: trust nothing cached (the token itself is then read from the database)
+      this.tokens.clear();
+      this.generationReadAt = Number.NEGATIVE_INFINITY;
+      return;
+    }
+    if (this.generation !== undefined && g !== this.generation) this.tokens.clear();
+    this.generation = g;
   }
 
   /** True when an external authorization server is configured. */
