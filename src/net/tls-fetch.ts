@@ -5,9 +5,32 @@
  * HTTP over `node:https` / `node:http`: method, headers, a string or byte body, an abort signal,
  * no redirects (what the VNFM's clients use). A network failure rejects with a `TypeError` whose
  * `cause` is the socket error (its `code`, e.g. ECONNREFUSED, as the built-in fetch does).
+ *
+ * Its fetches are **pinnable** ({@link isPinnable}): the outbound guard (src/net/outbound.ts)
+ * passes the addresses it checked under {@link PINNED_LOOKUP} in the request init, and the
+ * connection is made to those addresses instead of resolving the name again (TLS still verifies
+ * the certificate against the URL's host name).
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+
+/** Request-init key of a `lookup` function (node:net style) the connection must use. */
+export const PINNED_LOOKUP: unique symbol = Symbol.for('vnfm.net.pinnedLookup');
+const PINNABLE: unique symbol = Symbol.for('vnfm.net.pinnable');
+
+/** A node:net `lookup` function. */
+export type LookupFunction = (hostname: string, options: unknown, callback: (...args: unknown[]) => void) => void;
+
+/** True when `f` honours {@link PINNED_LOOKUP} (a fetch of this module, or one marked with {@link markPinnable}). */
+export function isPinnable(f: unknown): boolean {
+  return typeof f === 'function' && (f as unknown as Record<symbol, unknown>)[PINNABLE] === true;
+}
+
+/** Marks a fetch that passes its init (with {@link PINNED_LOOKUP}) on to a pinnable fetch. */
+export function markPinnable<F extends typeof fetch>(f: F): F {
+  (f as unknown as Record<symbol, unknown>)[PINNABLE] = true;
+  return f;
+}
 
 /** TLS settings of one destination. */
 export interface TlsOptions {
@@ -54,7 +77,9 @@ export function tlsFetch(tls: TlsOptions): typeof fetch {
           resolve(new Response(noBody ? null : Buffer.concat(chunks), { status, statusText: res.statusMessage ?? '', headers: h }));
         });
       };
-      const common = { method, headers, ...(signal ? { signal } : {}) };
+      const lookup = (init as Record<symbol, unknown>)[PINNED_LOOKUP] as LookupFunction | undefined;
+      // a pinned connection gets its own socket (a pooled one may have been opened for another address)
+      const common = { method, headers, ...(signal ? { signal } : {}), ...(lookup ? { lookup: lookup as never, agent: false } : {}) };
       const req =
         url.protocol === 'https:'
           ? httpsRequest(url, { ...common, ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: tls.rejectUnauthorized ?? true }, onResponse)
@@ -63,7 +88,7 @@ export function tlsFetch(tls: TlsOptions): typeof fetch {
       req.end(body);
     });
   };
-  return f as typeof fetch;
+  return markPinnable(f as typeof fetch);
 }
 
 /**
