@@ -40,6 +40,14 @@ export interface MtlsClientEntry {
   role: ApiRole;
 }
 
+/** A CA bundle for callback URIs and token endpoints under a URL prefix (`notifications.tls`). */
+export interface NotificationTlsEntry {
+  /** An https URL prefix, e.g. `https://nfvo.example:8443/` or `https://nfvo.example/callbacks/`. */
+  prefix: string;
+  /** PEM CA bundle those endpoints' certificates must chain to. */
+  caFile: string;
+}
+
 /** Settings of the API authentication modes, roles and policy. */
 export interface AuthConfig {
   /** Run without authentication ('none') on a non-loopback address anyway. @default false */
@@ -267,6 +275,13 @@ export interface VnfmConfig {
     retentionMs: number;
     /** PEM CA bundle https callbacks and token endpoints are verified against (instead of the system CAs). @default undefined */
     caFile: string | undefined;
+    /**
+     * CA bundles per destination: a callback URI or token endpoint under `prefix` (same scheme,
+     * host and port, path starting with the prefix's path; the longest prefix wins) is verified
+     * against `caFile` instead of `caFile` above / the system CAs. For subscribers whose servers
+     * use a private CA, without turning verification off. @default []
+     */
+    tls: NotificationTlsEntry[];
   };
   /** Grants toward an NFVO. */
   grants: {
@@ -441,7 +456,7 @@ export function defaultConfig(): VnfmConfig {
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
-    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined },
+    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
     grants: {
       mode: 'local',
       endpoint: undefined,
@@ -649,6 +664,25 @@ export function isLoopbackHost(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::ffff:127.0.0.1';
 }
 
+function validateNotificationTls(cfg: VnfmConfig): void {
+  const entries = cfg.notifications.tls;
+  if (!Array.isArray(entries)) throw new ConfigError('notifications.tls: must be a list of { prefix, caFile }');
+  entries.forEach((e, i) => {
+    const where = `notifications.tls[${i}]`;
+    if (e === null || typeof e !== 'object' || Array.isArray(e)) throw new ConfigError(`${where}: must be { prefix, caFile }`);
+    const unknown = Object.keys(e).filter((k) => k !== 'prefix' && k !== 'caFile');
+    if (unknown.length) throw new ConfigError(`${where}: unknown setting ${unknown.join(', ')} (prefix and caFile only)`);
+    let u: URL;
+    try {
+      u = new URL(String(e.prefix));
+    } catch {
+      throw new ConfigError(`${where}.prefix: must be an https URL prefix, got ${JSON.stringify(e.prefix)}`);
+    }
+    if (u.protocol !== 'https:' || u.username || u.password || u.search || u.hash) throw new ConfigError(`${where}.prefix: must be an https URL (scheme, host, optional port and path; no credentials, query or fragment), got ${JSON.stringify(e.prefix)}`);
+    if (typeof e.caFile !== 'string' || e.caFile === '') throw new ConfigError(`${where}.caFile: must be the path of a PEM CA bundle`);
+  });
+}
+
 function validateAuth(cfg: VnfmConfig): void {
   const modes = authModes(cfg);
   if (!Array.isArray(modes) || modes.length === 0 || modes.some((m) => !API_AUTH_MODES.includes(m))) {
@@ -711,6 +745,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isInteger(cfg.port) || cfg.port < 0 || cfg.port > 65535) throw new ConfigError(`port: must be 0-65535, got ${cfg.port}`);
   if (!Number.isInteger(cfg.pageSize) || cfg.pageSize < 0) throw new ConfigError(`pageSize: must be >= 0`);
   validateAuth(cfg);
+  validateNotificationTls(cfg);
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
   {
     const v = cfg.vim;

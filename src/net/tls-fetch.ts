@@ -91,6 +91,35 @@ export function tlsFetch(tls: TlsOptions): typeof fetch {
   return markPinnable(f as typeof fetch);
 }
 
+/** A CA bundle for the URLs under a prefix. */
+export interface PrefixTls {
+  prefix: string;
+  ca: string;
+}
+
+/** True when `url` is under `prefix`: same scheme, host and port, and its path starts with the prefix's path. */
+export function underPrefix(url: URL, prefix: URL): boolean {
+  if (url.origin !== prefix.origin) return false;
+  const p = prefix.pathname;
+  return p === '/' || url.pathname === p || url.pathname.startsWith(p.endsWith('/') ? p : `${p}/`);
+}
+
+/**
+ * A fetch choosing the CA bundle by URL: the longest matching prefix's (`notifications.tls`),
+ * else `fallback` (a CA bundle for every other https URL, or the system CAs). Verification is
+ * always on. Pinnable (src/net/outbound.ts).
+ */
+export function fetchByPrefixTls(entries: readonly PrefixTls[], fallback: TlsOptions = {}): typeof fetch {
+  const byPrefix = entries.map((e) => ({ prefix: new URL(e.prefix), fetch: tlsFetch({ ca: e.ca }) })).sort((a, b) => b.prefix.href.length - a.prefix.href.length);
+  const other = tlsFetch(fallback);
+  const f = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    const hit = url.protocol === 'https:' ? byPrefix.find((e) => underPrefix(url, e.prefix)) : undefined;
+    return (hit?.fetch ?? other)(input, init);
+  };
+  return markPinnable(f as typeof fetch);
+}
+
 /**
  * The fetch for a VIM connection's TLS settings (`interfaceInfo.skipCertificateVerification`, from
  * a registered VIM's `cert_verify: false`; `interfaceInfo.ssl_ca_cert` / `caCert`, a PEM bundle),
