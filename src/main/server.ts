@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
+import { probeCredentialCheck } from '../api/auth/index.ts';
 import { VnfmMetrics } from '../core/metrics.ts';
 import type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
 import type { AppContext } from '../core/services.ts';
@@ -163,7 +164,8 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
   let liveness: LivenessServer | undefined;
   if (!opts.noListen && config.health.livenessPort !== 0) {
     try {
-      liveness = await startLivenessServer(config, log);
+      const checkCredential = probeCredentialCheck(app);
+      liveness = await startLivenessServer(config, log, checkCredential ? { checkCredential } : {});
     } catch (e) {
       clearInterval(permTimer);
       await app.close();

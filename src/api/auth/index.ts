@@ -34,6 +34,21 @@ export { ALL_PROJECTS, type ProjectScope, inScope, ownerProject, projectOf, requ
 /** Every route registered on an app (method and pattern), in registration order. */
 const ROUTES = new WeakMap<FastifyInstance, { method: string; url: string }[]>();
 
+/** The verdict on a probe's credential: accepted, refused (401) or not checkable now (503). */
+export type ProbeVerdict = { ok: true } | { ok: false; status: 401 | 503 };
+/** Checks the credential headers of a probe (any authenticated caller passes) with the app's enabled modes. */
+export type ProbeCredentialCheck = (headers: Record<string, string | undefined>) => Promise<ProbeVerdict>;
+const PROBE_CHECKS = new WeakMap<FastifyInstance, ProbeCredentialCheck>();
+
+/**
+ * The credential check of an app built by buildApp, for the liveness port (`health.public` false):
+ * the same modes as the API (static tokens, Keystone, OAuth 2.0 built-in or introspection), over a
+ * connection without a client certificate (certificate-bound tokens and mTLS principals are refused).
+ */
+export function probeCredentialCheck(app: FastifyInstance): ProbeCredentialCheck | undefined {
+  return PROBE_CHECKS.get(app);
+}
+
 /** The routes registered on an app built by buildApp (the route-table tests walk them all). */
 export function registeredRoutes(app: FastifyInstance): readonly { method: string; url: string }[] {
   return ROUTES.get(app) ?? [];
@@ -199,6 +214,16 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
       throw vnfmError('VNFM_ERR_API_FORBIDDEN', `role ${need} is required for ${req.method} ${url}; ${principal.name} has ${has ? `role ${has}` : 'no VNFM role'}`);
     }
     await tenantCheck(req);
+  });
+
+  PROBE_CHECKS.set(app, async (headers) => {
+    try {
+      const cred = presentedCredential({ 'x-auth-token': headers['x-auth-token'], authorization: headers.authorization }, config.auth.maxCredentialBytes);
+      if (cred.kind !== 'token') return { ok: false, status: 401 };
+      return (await tokenPrincipal(cred.token, undefined)) ? { ok: true } : { ok: false, status: 401 };
+    } catch (e) {
+      return { ok: false, status: (e as { httpStatus?: number }).httpStatus === 503 ? 503 : 401 };
+    }
   });
 
   if (oauth) await oauthRoutes(app, oauth, ctx);
