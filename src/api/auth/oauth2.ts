@@ -15,9 +15,10 @@
  * token expires, at most `cacheTtlMs`).
  *
  * Revocation across processes: deleting a client bumps `auth_revocation.generation` in the same
- * transaction; every process compares it, at most every `revocationCheckMs` (1 s), before it
- * trusts a cached token, and drops its cache when it moved. A deleted client's tokens therefore
- * stop working everywhere within that interval, not when the cache entries expire (a minute).
+ * transaction. A token is cached with the generation read before its row; a process re-reads the
+ * generation at most every `revocationCheckMs` (1 s) before it trusts a cached token, and a token
+ * cached under an older generation is read again. A deleted client's tokens therefore stop working
+ * everywhere within that interval, not when the cache entries expire (a minute).
  */
 import { createHash, randomBytes, randomUUID, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -80,6 +81,8 @@ interface CachedToken {
   principal: Principal;
   clientId: string;
   cnf: string | null;
+  /** The revocation generation read before the token's row: the entry is stale once it moved. */
+  generation: string;
 }
 
 type OAuthSettings = AuthConfig['oauth2'];
@@ -167,9 +170,14 @@ export class OAuthService {
    */
   async verify(token: string, cert: string | undefined): Promise<{ principal: Principal; cnf: string | null } | null> {
     const key = credentialHash(token);
-    if (this.tokens.get(key) !== undefined) await this.checkRevocations();
     let hit = this.tokens.get(key);
+    if (hit) {
+      // a cached token is trusted only while no client was deleted since it was read
+      if ((await this.generationNow(false)) !== hit.generation) hit = undefined;
+    }
     if (hit === undefined) {
+      // read before the token: a deletion committed after this read moves the generation past it
+      const generation = await this.generationNow(true);
       const row = await this.db
         .selectFrom('oauth_token as t')
         .innerJoin('oauth_client as c', 'c.id', 't.client_id')
@@ -184,9 +192,9 @@ export class OAuthService {
       hit = {
         clientId: row.client_id,
         cnf: row.cnf_x5t,
+        generation,
         principal: { id: row.client_id, name: row.name, ...(row.project ? { project: row.project } : {}), roles: rolesUpTo(row.role as ApiRole), via: 'oauth2' },
       };
-      if (this.generation === undefined) await this.checkRevocations();
       this.tokens.set(key, hit, Math.min(exp, Date.now() + 60_000));
     }
     if (hit === null) return null;
@@ -194,25 +202,19 @@ export class OAuthService {
   }
 
   /**
-   * Drops the cached tokens when a client was deleted since they were cached (by any process on
-   * this database). Reads the generation at most every `revocationCheckMs`.
+   * The revocation generation (grows whenever any process on this database deletes a client):
+   * read from the database when `fresh`, else at most every `revocationCheckMs`. Cached tokens
+   * read under another generation are dropped when it moves.
    */
-  private async checkRevocations(): Promise<void> {
+  private async generationNow(fresh: boolean): Promise<string> {
     const now = Date.now();
-    if (now - this.generationReadAt < this.s.revocationCheckMs) return;
-    this.generationReadAt = now;
-    let g: string;
-    try {
-      const row = await this.db.selectFrom('auth_revocation').select('generation').where('id', '=', 1).executeTakeFirst();
-      g = String(row?.generation ?? '0');
-    } catch {
-      // unreadable: trust nothing cached (the token itself is then read from the database)
-      this.tokens.clear();
-      this.generationReadAt = Number.NEGATIVE_INFINITY;
-      return;
-    }
-    if (this.generation !== undefined && g !== this.generation) this.tokens.clear();
+    if (!fresh && this.generation !== undefined && now - this.generationReadAt < this.s.revocationCheckMs) return this.generation;
+    const row = await this.db.selectFrom('auth_revocation').select('generation').where('id', '=', 1).executeTakeFirst();
+    const g = String(row?.generation ?? '0');
+    if (this.generation !== undefined && g !== this.generation) this.tokens.deleteWhere((t) => t !== null && t.generation !== g);
     this.generation = g;
+    this.generationReadAt = now;
+    return g;
   }
 
   /** True when an external authorization server is configured. */
