@@ -9,6 +9,8 @@ import { vimToApi } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../../core/services.ts';
 import { sql, type RawBuilder } from 'kysely';
 import type { VimRecord } from '../../vims/vim-registry.ts';
+import { ALL_PROJECTS, type ProjectScope, scopeWhere } from '../../model/project-scope.ts';
+import { ownerProject, requestScope } from '../auth/index.ts';
 import { parseSelectorQuery } from '../sol/attribute-selector.ts';
 import { parseFilterQuery } from '../sol/filter.ts';
 import { NEXTPAGE_MARKER_PARAMETER } from '../sol/paging.ts';
@@ -89,14 +91,14 @@ function legacyWhere(query: LegacyQuery, attrs: SqlListSpec['attrs']): RawBuilde
   return out;
 }
 
-const VIM_COLUMNS = ['id', 'name', 'type', 'description', 'is_default', 'config', 'status', 'created_at', 'updated_at'];
+const VIM_COLUMNS = ['id', 'name', 'type', 'description', 'is_default', 'config', 'status', 'project', 'created_at', 'updated_at'];
 
 /**
  * `/v1.0/vims` listed in SQL (src/api/sol/sql-list.ts), oldest first: SOL013 `filter` (plain
  * attributes and `extra/...` in SQL), the legacy equality parameters, keyset paging when `limit`
  * is given. Secrets are never read for a list.
  */
-export function vimListSpec(query: LegacyQuery = {}): SqlListSpec {
+export function vimListSpec(query: LegacyQuery = {}, scope: ProjectScope = ALL_PROJECTS): SqlListSpec {
   const attrs: SqlListSpec['attrs'] = {
     id: { column: 'id', type: 'text' },
     name: { column: 'name', type: 'text' },
@@ -118,7 +120,8 @@ export function vimListSpec(query: LegacyQuery = {}): SqlListSpec {
     columns: VIM_COLUMNS,
     attrs,
     jsonAttrs: { extra: { expr: sql`coalesce(config->'extra', '{}'::jsonb)` } },
-    where: legacyWhere(query, attrs),
+    // the caller's project's VIMs and the shared ones (auth.tenancy.vims)
+    where: [...legacyWhere(query, attrs), ...scopeWhere(scope)],
     ...(accept ? { accept } : {}),
     toApi: (r) =>
       vimToApi({
@@ -130,6 +133,7 @@ export function vimListSpec(query: LegacyQuery = {}): SqlListSpec {
         config: r.config as VimRecord['config'],
         secret: {},
         status: r.status as string,
+        project: (r.project ?? null) as string | null,
         createdAt: new Date(r.created_at as string),
         updatedAt: new Date(r.updated_at as string),
       }),
@@ -149,7 +153,8 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
     async (r) => {
       for (const collection of ['/vims', `/vims${FORMAT_SUFFIX}`]) {
         r.post(collection, { schema: { body: VimBody(true), tags: ['vims'] } }, async (req, reply) => {
-          const v = await ctx.vims.register((req.body as { vim: VimInput }).vim);
+          // the caller's project owns it (auth.tenancy.vims; shared: no project)
+          const v = await ctx.vims.register((req.body as { vim: VimInput }).vim, ownerProject(req.principal, ctx.config.auth.tenancy.vims));
           reply.code(201);
           return { vim: vimToApi(v) };
         });
@@ -157,7 +162,7 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
           const query = (req.query ?? {}) as LegacyQuery;
           // `filter` (SOL013), the uniform `limit` rule (docs/api.md): without `limit` every VIM
           // (the Tacker clients do not follow Link headers); with it, one page and a Link to the next
-          const spec = vimListSpec(query);
+          const spec = vimListSpec(query, requestScope(req, ctx.config.auth.tenancy.vims));
           const filter = parseFilterQuery(query);
           const pageSize = parseLimit(query, 0);
           const marker = query[NEXTPAGE_MARKER_PARAMETER];
@@ -167,7 +172,7 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
           return { vims: project(page.items, query) };
         });
       }
-      r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: vimToApi(await ctx.vims.get(idOf(req))) }));
+      r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: vimToApi(await ctx.vims.get(idOf(req), requestScope(req, ctx.config.auth.tenancy.vims))) }));
       r.put('/vims/:id', { schema: { params: IdParams, body: VimBody(false), tags: ['vims'] } }, async (req) => ({
         vim: vimToApi(await ctx.vims.update(idOf(req), (req.body as { vim: VimInput }).vim)),
       }));
