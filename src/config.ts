@@ -154,6 +154,24 @@ export interface VnfmConfig {
   maxBodyBytes: number;
   /** Max VNF package upload size in bytes. @default 512 MiB */
   maxPackageBytes: number;
+  /** Memory settings of the embedded database (PGlite; not used with `databaseUrl`). */
+  embeddedDatabase: {
+    /** PostgreSQL `shared_buffers` inside the embedded database's WebAssembly memory. @default '32MB' */
+    sharedBuffers: string;
+    /** PostgreSQL `work_mem` (per sort or hash). @default '4MB' */
+    workMem: string;
+  };
+  /** Per-process limits of the API server (src/api/concurrency-cap.ts). */
+  api: {
+    /**
+     * API requests served at once by this process; one more is answered at once with 503
+     * ProblemDetails and `Retry-After` instead of queueing. `/healthz`, `/readyz` and `/metrics`
+     * are exempt. 0: no cap. @default 256
+     */
+    maxInFlightRequests: number;
+    /** `Retry-After` (seconds) of that 503. @default 1 */
+    busyRetryAfterSeconds: number;
+  };
   /**
    * API authentication modes (docs/security.md), one or several: 'token' (static `apiTokens`),
    * 'keystone' (X-Auth-Token validated by Keystone), 'oauth2' (SOL013 client credentials: the
@@ -426,6 +444,8 @@ export function defaultConfig(): VnfmConfig {
     pageSize: 100,
     maxBodyBytes: 1_000_000,
     maxPackageBytes: 512 * 1024 * 1024,
+    api: { maxInFlightRequests: 256, busyRetryAfterSeconds: 1 },
+    embeddedDatabase: { sharedBuffers: '32MB', workMem: '4MB' },
     apiAuth: 'none',
     apiTokens: [],
     auth: {
@@ -496,6 +516,10 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_OUTBOUND_DENY: ['outbound.deny', 'list'],
   VNFM_MGMT_SCRIPT_USER: ['mgmt.scriptUser', 'string'],
   VNFM_PAGE_SIZE: ['pageSize', 'number'],
+  VNFM_EMBEDDED_DATABASE_SHARED_BUFFERS: ['embeddedDatabase.sharedBuffers', 'string'],
+  VNFM_EMBEDDED_DATABASE_WORK_MEM: ['embeddedDatabase.workMem', 'string'],
+  VNFM_API_MAX_IN_FLIGHT_REQUESTS: ['api.maxInFlightRequests', 'number'],
+  VNFM_API_BUSY_RETRY_AFTER_SECONDS: ['api.busyRetryAfterSeconds', 'number'],
   VNFM_API_AUTH: ['apiAuth', 'list'],
   VNFM_AUTH_ALLOW_UNAUTHENTICATED: ['auth.allowUnauthenticated', 'boolean'],
   VNFM_AUTH_POLICY_FILE: ['auth.policyFile', 'string'],
@@ -744,6 +768,12 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (layers.flags) cfg = merge(cfg, layers.flags);
   if (!Number.isInteger(cfg.port) || cfg.port < 0 || cfg.port > 65535) throw new ConfigError(`port: must be 0-65535, got ${cfg.port}`);
   if (!Number.isInteger(cfg.pageSize) || cfg.pageSize < 0) throw new ConfigError(`pageSize: must be >= 0`);
+  for (const k of ['sharedBuffers', 'workMem'] as const) {
+    const v = cfg.embeddedDatabase[k];
+    if (typeof v !== 'string' || !/^[1-9][0-9]{0,6}(kB|MB|GB)$/.test(v)) throw new ConfigError(`embeddedDatabase.${k}: must be a PostgreSQL memory size such as '32MB' (kB, MB or GB), got ${String(v)}`);
+  }
+  if (!Number.isInteger(cfg.api.maxInFlightRequests) || cfg.api.maxInFlightRequests < 0) throw new ConfigError(`api.maxInFlightRequests: must be an integer >= 0 (0 = no cap), got ${cfg.api.maxInFlightRequests}`);
+  if (!Number.isInteger(cfg.api.busyRetryAfterSeconds) || cfg.api.busyRetryAfterSeconds < 1) throw new ConfigError(`api.busyRetryAfterSeconds: must be an integer >= 1, got ${cfg.api.busyRetryAfterSeconds}`);
   validateAuth(cfg);
   validateNotificationTls(cfg);
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');

@@ -29,6 +29,8 @@ export const ERRORS = {
   VNFM_ERR_API_FORBIDDEN: { httpStatus: 403, title: 'Forbidden', retryable: false },
   /** The identity service that validates a caller's token (Keystone, an OAuth 2.0 introspection endpoint) does not answer. */
   VNFM_ERR_API_AUTH_UNAVAILABLE: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
+  /** More API requests in flight than `api.maxInFlightRequests`: refused at once with Retry-After. */
+  VNFM_ERR_API_BUSY: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
   VNFM_ERR_API_NOT_FOUND: { httpStatus: 404, title: 'Not Found', retryable: false },
   VNFM_ERR_API_METHOD_NOT_ALLOWED: { httpStatus: 405, title: 'Method Not Allowed', retryable: false },
   VNFM_ERR_API_NOT_ACCEPTABLE: { httpStatus: 406, title: 'Not Acceptable', retryable: false },

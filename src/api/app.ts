@@ -13,6 +13,7 @@ import { vnfmError } from '../errors.ts';
 import type { AppContext } from '../core/services.ts';
 import { auditLogger } from '../logger.ts';
 import { httpsOptions, installAuth } from './auth/index.ts';
+import { installConcurrencyCap } from './concurrency-cap.ts';
 import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, readinessChecker } from './health.ts';
 import { errorHandler, problem, sendProblem } from './problem.ts';
 import { faultIntakeRoutes } from './autoheal/fault-intake-routes.ts';
@@ -96,6 +97,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   }) as unknown as FastifyInstance;
   // GET/HEAD /healthz is answered from the raw HTTP request event, before routing, hooks and body parsing
   installLivenessShortCircuit(app.server, ctx);
+  // beyond api.maxInFlightRequests: 503 + Retry-After at once, before routing (probes and /metrics exempt)
+  installConcurrencyCap(app.server, {
+    maxInFlight: ctx.config.api?.maxInFlightRequests ?? 0,
+    retryAfterSeconds: ctx.config.api?.busyRetryAfterSeconds ?? 1,
+    onReject: () => ctx.metrics.httpRejectedBusy.inc(),
+  });
 
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser(

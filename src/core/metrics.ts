@@ -9,6 +9,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 export class VnfmMetrics {
   readonly registry = new Registry();
   readonly httpRequests = new Counter({ name: 'vnfm_http_requests_total', help: 'HTTP requests by route and status class', labelNames: ['method', 'route', 'status'] as const, registers: [this.registry] });
+  readonly httpRejectedBusy = new Counter({ name: 'vnfm_http_rejected_busy_total', help: 'API requests answered 503 at once because api.maxInFlightRequests were being served', registers: [this.registry] });
   readonly lcmOps = new Counter({ name: 'vnfm_lcm_operations_total', help: 'LCM operations finished, by operation and final state', labelNames: ['operation', 'result'] as const, registers: [this.registry] });
   readonly lcmOpDuration = new Histogram({ name: 'vnfm_lcm_operation_duration_seconds', help: 'Accepted to final state', labelNames: ['operation'] as const, buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
   readonly lcmInflight = new Gauge({ name: 'vnfm_lcm_op_inflight', help: 'Operations being executed by this process', registers: [this.registry] });
@@ -23,8 +24,20 @@ export class VnfmMetrics {
   readonly autohealSuppressed = new Counter({ name: 'vnfm_autoheal_suppressed_total', help: 'Auto-heals suppressed, by reason', labelNames: ['reason'] as const, registers: [this.registry] });
   readonly packages = new Counter({ name: 'vnfm_package_onboarding_total', help: 'Package onboardings by result', labelNames: ['result'] as const, registers: [this.registry] });
 
-  constructor(opts: { defaultMetrics?: boolean } = {}) {
+  constructor(opts: { defaultMetrics?: boolean; wasmMemoryBytes?: () => number } = {}) {
     if (opts.defaultMetrics) collectDefaultMetrics({ register: this.registry, prefix: 'vnfm_process_' });
+    const wasm = opts.wasmMemoryBytes;
+    if (wasm) {
+      // the embedded database's linear memory (reserved and grown, never shrunk), part of RSS and of nodejs_external_memory
+      new Gauge({
+        name: 'vnfm_db_wasm_memory_bytes',
+        help: 'Size of the embedded database (PGlite) WebAssembly memory',
+        registers: [this.registry],
+        collect() {
+          this.set(wasm());
+        },
+      });
+    }
     for (const op of ['INSTANTIATE', 'SCALE', 'HEAL', 'TERMINATE', 'MODIFY_INFO']) {
       for (const r of ['COMPLETED', 'FAILED_TEMP', 'FAILED', 'ROLLED_BACK']) this.lcmOps.inc({ operation: op, result: r }, 0);
     }
@@ -32,6 +45,7 @@ export class VnfmMetrics {
       for (const step of ['grant', 'mgmt-start', 'infra', 'mgmt-end', 'finalize']) this.stepRetries.inc({ operation: op, step }, 0);
     }
     this.leaseLosses.inc(0);
+    this.httpRejectedBusy.inc(0);
     for (const t of ['manual', 'auto']) for (const r of ['COMPLETED', 'FAILED_TEMP']) this.heals.inc({ trigger: t, result: r }, 0);
     for (const r of ['delivered', 'failed', 'dead', 'redelivered']) this.notifications.inc({ result: r }, 0);
     for (const r of ['accepted', 'ignored', 'rejected']) this.faultNotifications.inc({ result: r }, 0);

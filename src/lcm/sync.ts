@@ -340,21 +340,19 @@ export class DriftSync {
 
   private async runPass(): Promise<SyncPassResult> {
     const out: SyncPassResult = { visited: 0, changed: 0, unsettled: 0, skipped: 0, failed: 0, missing: 0 };
-    let list: VnfInstanceRecord[];
+    // only the ids the pass visits, chosen by the database (not every instance with its JSON)
+    let ids: string[];
     try {
-      list = await this.d.ctx.instances.list();
+      ids = await this.d.ctx.instances.instantiatedIdsByVimType(this.d.options.vimTypes);
     } catch (e) {
       this.log.warn({ err: (e as Error).message }, 'drift sync: cannot list instances');
       return out;
     }
-    for (const inst of list) {
+    for (const id of ids) {
       if (this.stopped) break;
-      if (inst.instantiationState !== 'INSTANTIATED') continue;
-      const types = Object.values(inst.vimConnectionInfo ?? {}).map((c) => (c as { vimType?: string } | null)?.vimType);
-      if (!types.some((t) => t !== undefined && this.d.options.vimTypes.includes(t))) continue;
       out.visited++;
       try {
-        const r = await this.syncInstance(inst.id);
+        const r = await this.syncInstance(id);
         if (r.changed) out.changed++;
         else if (!r.settled) out.unsettled++;
       } catch (e) {
@@ -363,11 +361,11 @@ export class DriftSync {
         } else if (isVnfmError(e, 'VNFM_ERR_INST_BUSY', 'VNFM_ERR_INST_STATE', 'VNFM_ERR_INST_NOT_FOUND')) {
           out.skipped++;
           this.count('skipped');
-          this.log.debug({ vnfInstanceId: inst.id, reason: e.message }, 'drift sync: skipped');
+          this.log.debug({ vnfInstanceId: id, reason: e.message }, 'drift sync: skipped');
         } else {
           out.failed++;
           this.count('failed');
-          this.log.warn({ vnfInstanceId: inst.id, err: (e as Error).message }, 'drift sync: failed');
+          this.log.warn({ vnfInstanceId: id, err: (e as Error).message }, 'drift sync: failed');
         }
       }
     }

@@ -61,7 +61,7 @@ export interface StartOptions {
 /** Builds the services over an open store. */
 export function buildContext(config: VnfmConfig, store: Store, log: Logger): AppContext {
   const box = openSecretBox({ configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir });
-  const metrics = new VnfmMetrics({ defaultMetrics: true });
+  const metrics = new VnfmMetrics({ defaultMetrics: true, ...(store.wasmMemoryBytes ? { wasmMemoryBytes: () => store.wasmMemoryBytes?.() ?? 0 } : {}) });
   const notifier = new Notifier(() => config.publicUrl);
   const vims = new VimRegistry(store.db, box, config.auth.tenancy.vims);
   const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }), config.packages);
@@ -123,14 +123,24 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     if (fixed > 0) log.warn({ dataDir: config.dataDir, entries: fixed }, 'data directory entries were accessible to other users; made private');
   }
   await checkNfvoUrls(config, log);
+  // how long each start-up phase took, logged with "VNFM started" (docs/benchmarks.md, restart)
+  const phases: Record<string, number> = {};
+  let tPhase = Date.now();
+  const phase = (name: string): void => {
+    const now = Date.now();
+    phases[name] = now - tPhase;
+    tPhase = now;
+  };
   const store =
     opts.store ??
     (await openStore({
       databaseUrl: config.databaseUrl,
       dataDir: config.dataDir,
+      embedded: config.embeddedDatabase,
       onPoolError: (e) => log.warn({ err: e.message }, 'database connection lost; it will be re-opened'),
       onStaleLock: (stale, file) => log.warn({ dataDir: config.dataDir, lockFile: file, stalePid: stale.pid, staleHost: stale.hostname, staleStartedAt: stale.startedAt }, 'data directory lock left by a process that is gone; taken over'),
     }));
+  phase('database');
   const ctx = buildContext(config, store, log);
   const closers: (() => Promise<void>)[] = [];
   // The embedded database sets its files' modes itself (0666, whatever the umask): they are made
@@ -149,7 +159,9 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     const h = p(ctx);
     if (h) hooks.push(h);
   }
+  phase('modules');
   const app = await buildApp(ctx);
+  phase('app');
   let url = config.publicUrl;
   if (!opts.noListen) {
     url = await app.listen({ host: config.host, port: config.port });
@@ -174,14 +186,17 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
       throw e;
     }
   }
+  phase('listen');
   const staleHookDirs = cleanupStaleHookDirs();
   if (staleHookDirs.length > 0) log.info({ dirs: staleHookDirs }, 'removed hook script temp dirs left by stopped VNFM processes');
   await ctx.packages.recover();
+  phase('recover');
   for (const h of hooks) {
     await h.start?.();
     if (h.stop) closers.push(async () => h.stop?.());
   }
-  log.info({ url, ms: Date.now() - t0, db: store.kind }, 'VNFM started');
+  phase('start');
+  log.info({ url, ms: Date.now() - t0, db: store.kind, phases }, 'VNFM started');
   return {
     app,
     ctx,

@@ -18,6 +18,8 @@ export interface Store {
   db: Kysely<Database>;
   kind: 'pglite' | 'postgres';
   close(): Promise<void>;
+  /** Size of the embedded database's WebAssembly linear memory (PGlite only; metrics). */
+  wasmMemoryBytes?(): number;
 }
 
 /** Options of {@link openStore}. */
@@ -32,11 +34,23 @@ export interface StoreOptions {
   onPoolError?: (e: Error) => void;
   /** Skip migrations (the template is already migrated). @default false */
   skipMigrations?: boolean;
+  /** Memory settings of the embedded database (PGlite only); defaults {@link EMBEDDED_DEFAULTS}. */
+  embedded?: { sharedBuffers?: string | undefined; workMem?: string | undefined } | undefined;
   /** Called when the data directory's lock was left by a dead process and is taken over (logged by the caller). */
   onStaleLock?: (stale: LockHolder, file: string) => void;
 }
 
 export { DataDirLockedError } from './data-dir-lock.ts';
+
+/**
+ * Memory settings of the embedded database. PostgreSQL's shared buffers live inside PGlite's
+ * WebAssembly memory, which grows and never shrinks: PGlite's default (128 MB) grows that memory
+ * from 128 to ~190 MB and adds ~140 MB of RSS with 10,000 instances; 32 MB keeps the linear memory at
+ * its initial 128 MB, and reads beyond the buffers come from the operating system's file cache
+ * (docs/benchmarks.md, "Restart"). They apply when an existing data directory is opened; the
+ * process that creates one (and a `memory://` database) keeps the 128 MB its initdb wrote.
+ */
+export const EMBEDDED_DEFAULTS = { sharedBuffers: '32MB', workMem: '4MB' } as const;
 
 /** Opens and migrates the database. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
@@ -55,13 +69,15 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
   // One process per embedded data directory: taken before PGlite touches a file, released at close.
   const lock = onDisk ? acquireDataDirLock(dir, opts.onStaleLock ? { onStale: opts.onStaleLock } : {}) : undefined;
   try {
-    const pglite = new PGlite(onDisk ? dir : undefined, opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {});
+    const settings = ['-c', `shared_buffers=${opts.embedded?.sharedBuffers ?? EMBEDDED_DEFAULTS.sharedBuffers}`, '-c', `work_mem=${opts.embedded?.workMem ?? EMBEDDED_DEFAULTS.workMem}`];
+    const pglite = new PGlite(onDisk ? dir : undefined, { startParams: [...PGlite.defaultStartParams, ...settings], ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}) });
     await pglite.waitReady;
     const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
     if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
     return {
       db,
       kind: 'pglite',
+      wasmMemoryBytes: () => (pglite as unknown as { mod?: { wasmMemory?: WebAssembly.Memory } }).mod?.wasmMemory?.buffer.byteLength ?? 0,
       close: async () => {
         try {
           await db.destroy();

@@ -67,6 +67,8 @@ export function notificationSpec(where: RawBuilder<boolean>[]): SqlListSpec {
       receivedAt: { column: 'received_at', type: 'time' },
       updatedAt: { column: 'updated_at', type: 'time' },
     },
+    // shown as stored: nested filters decided in SQL (src/api/sol/json-filter.ts)
+    jsonAttrs: { faultOption: { expr: sql.ref('fault_option') } },
     where,
     toApi: (row) => notificationFromRow(row) as unknown as Record<string, unknown>,
   };
@@ -94,6 +96,12 @@ export function batchSpec(where: RawBuilder<boolean>[], links: (b: { id: string;
       updatedAt: { column: 'updated_at', type: 'time' },
       firedAt: { column: 'fired_at', type: 'time' },
       finishedAt: { column: 'finished_at', type: 'time' },
+    },
+    // shown as stored, an absent (null) list as []: nested filters decided in SQL (src/api/sol/json-filter.ts)
+    jsonAttrs: {
+      targets: { expr: sql`coalesce(targets, '[]'::jsonb)` },
+      healedVnfcInstanceIds: { expr: sql`coalesce(healed_vnfc_ids, '[]'::jsonb)` },
+      notes: { expr: sql`coalesce(notes, '[]'::jsonb)` },
     },
     where,
     toApi: (row) => {

@@ -14,11 +14,14 @@
  *   decode, fails the checksum or belongs to another collection is a 400 ProblemDetails.
  * - **Filter pushdown.** A filter term on a top-level attribute that is a plain column
  *   ({@link ColumnAttr}: text, boolean, timestamp) becomes a SQL condition with the semantics of
- *   `matchesFilter` (src/api/sol/filter.ts). Terms whose semantics SQL cannot reproduce exactly
+ *   `matchesFilter` (src/api/sol/filter.ts). A term on a nested path of a JSON attribute
+ *   ({@link SqlListSpec.jsonAttrs}) becomes an SQL/JSON path predicate (src/api/sol/json-filter.ts),
+ *   exact in most cases, a superset otherwise. Terms whose semantics SQL cannot reproduce exactly
  *   are either given a necessary SQL pre-condition (e.g. the attribute must be present: a JSON
  *   column not null, `instantiatedVnfInfo` only when INSTANTIATED) or left entirely to memory.
- *   Whatever was pushed down, every fetched row is checked again in memory with the full filter,
- *   so SQL conditions only ever need to be *supersets*; results equal the in-memory oracle.
+ *   Every fetched row is checked again in memory with every term except the JSON terms SQL
+ *   decides exactly, so the other SQL conditions only ever need to be *supersets*; results equal
+ *   the in-memory oracle.
  * - **Residual filtering still pages correctly.** When some term is evaluated in memory, rows are
  *   read in keyset order in batches and filtered until the page is full (or the collection ends);
  *   the cursor is the last *returned* item, so paging stays exact.
@@ -31,6 +34,7 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import type { Database } from '../../store/schema.ts';
 import { type AttributeSelector, applyAttributeSelector, parseSelectorQuery } from './attribute-selector.ts';
 import { type FilterExpression, type SimpleFilterExpr, matchesFilter, parseFilterQuery } from './filter.ts';
+import { type JsonAttr, jsonTermCondition } from './json-filter.ts';
 import { NEXTPAGE_MARKER_PARAMETER } from './paging.ts';
 import { SolQueryError } from './sol-query-error.ts';
 
@@ -97,6 +101,8 @@ export function decodeCursor(collection: string, marker: unknown): Cursor {
 /** A top-level API attribute stored as a plain column, filterable in SQL. */
 export interface ColumnAttr {
   readonly column: string;
+  /** SQL expression of the value when it is not the column itself (e.g. a field of a jsonb column). */
+  readonly expr?: RawBuilder<unknown>;
   /** text (nullable or not), boolean, or timestamptz rendered as ISO 8601 with milliseconds. */
   readonly type: 'text' | 'bool' | 'time';
 }
@@ -118,12 +124,22 @@ export interface SqlListSpec {
    * renamed between API versions). Enables the text pre-filter of {@link jsonTextCondition}.
    */
   readonly json?: Readonly<Record<string, string>>;
+  /**
+   * API attribute -> its stored jsonb value, for terms on nested paths decided in SQL
+   * (src/api/sol/json-filter.ts). The attribute's `presence` condition is added to them.
+   */
+  readonly jsonAttrs?: Readonly<Record<string, JsonAttr>>;
   /** API attribute -> SQL condition that holds whenever the attribute is present (pre-filter). */
   readonly presence?: Readonly<Record<string, RawBuilder<boolean>>>;
   /** API attribute -> column that may be skipped (read as null) when the attribute is not needed. */
   readonly lazy?: Readonly<Record<string, string>>;
   /** Fixed conditions (e.g. legacy `?status=` query parameters). */
   readonly where?: readonly RawBuilder<boolean>[];
+  /**
+   * A further check of each item in memory (e.g. legacy query parameters whose exact semantics
+   * SQL does not have; `where` then holds a superset). Rows are then read in batches.
+   */
+  readonly accept?: (item: Record<string, unknown>) => boolean;
   /** Builds the API representation of a row. */
   toApi(row: Record<string, unknown>): Record<string, unknown>;
 }
@@ -160,7 +176,7 @@ function or(parts: RawBuilder<boolean>[]): RawBuilder<boolean> {
  * decides the edge).
  */
 function columnCondition(term: SimpleFilterExpr, a: ColumnAttr): RawBuilder<boolean> | undefined {
-  const col = sql.ref(a.column);
+  const col = a.expr ?? sql.ref(a.column);
   const { op, values } = term;
   if (a.type === 'bool') {
     const hits = values.filter((v) => v === 'true' || v === 'false').map((v) => v === 'true');
@@ -234,6 +250,8 @@ const NUMBER_RE = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?$/;
  */
 function jsonTextCondition(term: SimpleFilterExpr, column: string): RawBuilder<boolean> | undefined {
   if (term.path.some((seg) => seg.kind === 'key')) return undefined;
+  // a masked value (`****`, operationParams' sealed and secret-named values) is not in the stored text
+  if (term.values.some((v) => v.includes('*'))) return undefined;
   const text = sql<string>`${sql.ref(column)}::text`;
   if (term.op === 'eq' || term.op === 'in') {
     if (term.values.some((v) => NUMBER_RE.test(v) || v === 'true' || v === 'false' || DATE_TIME_RE.test(v))) return undefined;
@@ -250,14 +268,20 @@ function jsonTextCondition(term: SimpleFilterExpr, column: string): RawBuilder<b
 /** What a filter becomes: SQL conditions, and whether rows must still be filtered in memory. */
 export interface FilterPlan {
   readonly conditions: RawBuilder<boolean>[];
-  /** Terms not (exactly) expressed in SQL; the full filter is then applied in memory. */
+  /** Terms not (exactly) expressed in SQL: their attributes must be read, rows are read in batches. */
   readonly residual: readonly SimpleFilterExpr[];
+  /**
+   * Terms checked again in memory on every row read: all but the JSON terms SQL decides exactly
+   * (whose columns may not even be read when the response does not show them).
+   */
+  readonly recheck: readonly SimpleFilterExpr[];
 }
 
 /** Splits a filter into SQL conditions and terms left to memory. */
 export function planFilter(spec: SqlListSpec, filter: FilterExpression | undefined): FilterPlan {
   const conditions: RawBuilder<boolean>[] = [];
   const residual: SimpleFilterExpr[] = [];
+  const recheck: SimpleFilterExpr[] = [];
   for (const term of filter?.terms ?? []) {
     const first = term.path[0];
     const name = first?.kind === 'attr' ? first.name : undefined;
@@ -265,9 +289,23 @@ export function planFilter(spec: SqlListSpec, filter: FilterExpression | undefin
     const cond = a ? columnCondition(term, a) : undefined;
     if (cond) {
       conditions.push(cond);
+      recheck.push(term);
+      continue;
+    }
+    const jsonAttr = name !== undefined ? spec.jsonAttrs?.[name] : undefined;
+    const json = jsonAttr ? jsonTermCondition(jsonAttr, term) : undefined;
+    if (json) {
+      conditions.push(json.condition);
+      const present = name !== undefined ? spec.presence?.[name] : undefined;
+      if (present) conditions.push(present);
+      if (!json.exact) {
+        residual.push(term);
+        recheck.push(term);
+      }
       continue;
     }
     residual.push(term);
+    recheck.push(term);
     const jsonColumn = name !== undefined ? spec.json?.[name] : undefined;
     const text = jsonColumn ? jsonTextCondition(term, jsonColumn) : undefined;
     if (text) conditions.push(text);
@@ -275,10 +313,10 @@ export function planFilter(spec: SqlListSpec, filter: FilterExpression | undefin
     if (presence) conditions.push(presence);
     else if (name !== undefined && spec.attrs[name] && spec.attrs[name].type !== 'bool') {
       // any term on an absent (null) attribute never matches
-      conditions.push(sql<boolean>`${sql.ref(spec.attrs[name].column)} is not null`);
+      conditions.push(sql<boolean>`${spec.attrs[name].expr ?? sql.ref(spec.attrs[name].column)} is not null`);
     }
   }
-  return { conditions, residual };
+  return { conditions, residual, recheck };
 }
 
 // ------------------------------------------------------------------ selectors -> columns
@@ -362,19 +400,21 @@ export async function readPage(db: Kysely<Database>, spec: SqlListSpec, r: ListR
     for (const c of skip) row[c] = null;
     return row;
   };
+  const recheck: FilterExpression | undefined = plan.recheck.length ? { terms: plan.recheck } : undefined;
   const paged = r.pageSize > 0 && Number.isFinite(r.pageSize);
   const items: Record<string, unknown>[] = [];
   const keys: Cursor[] = [];
   let after = r.after;
   let scanned = 0;
-  const batch = paged ? (plan.residual.length ? Math.max(r.pageSize + 1, 500) : r.pageSize + 1) : undefined;
+  const batch = paged ? (plan.residual.length || spec.accept ? Math.max(r.pageSize + 1, 500) : r.pageSize + 1) : undefined;
   for (;;) {
     const rows = await fetchRows(db, spec, columns, plan.conditions, after, batch);
     scanned += rows.length;
     for (const row of rows) {
       const key = { t: row[CURSOR_COLUMN] as string, id: row.id as string };
       const item = spec.toApi(fill(row));
-      if (r.filter && !matchesFilter(item, r.filter)) continue;
+      if (recheck && !matchesFilter(item, recheck)) continue;
+      if (spec.accept && !spec.accept(item)) continue;
       items.push(item);
       keys.push(key);
       if (paged && items.length > r.pageSize) break;
@@ -388,7 +428,8 @@ export async function readPage(db: Kysely<Database>, spec: SqlListSpec, r: ListR
   return { items, nextMarker: encodeCursor(spec.collection, keys[r.pageSize - 1] as Cursor), scanned };
 }
 
-function linkFor(baseUrl: string, query: Record<string, unknown>, marker: string): string {
+/** The `Link: <...>; rel="next"` header value: every query parameter of the request, the marker replaced. */
+export function linkFor(baseUrl: string, query: Record<string, unknown>, marker: string): string {
   const parts: string[] = [];
   for (const [key, raw] of Object.entries(query)) {
     if (key === NEXTPAGE_MARKER_PARAMETER || raw === undefined || raw === null) continue;

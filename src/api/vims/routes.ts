@@ -7,8 +7,16 @@ import { Type } from 'typebox';
 import type { VimInput } from '../../vims/vim-registry.ts';
 import { vimToApi } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../../core/services.ts';
-import { parseLimit } from '../sol/sql-list.ts';
+import { sql, type RawBuilder } from 'kysely';
+import type { VimRecord } from '../../vims/vim-registry.ts';
+import { ALL_PROJECTS, type ProjectScope, scopeWhere } from '../../model/project-scope.ts';
 import { ownerProject, requestScope } from '../auth/index.ts';
+import { parseSelectorQuery } from '../sol/attribute-selector.ts';
+import { parseFilterQuery } from '../sol/filter.ts';
+import { NEXTPAGE_MARKER_PARAMETER } from '../sol/paging.ts';
+import { type ColumnAttr, type SqlListSpec, decodeCursor, linkFor, parseLimit, readPage } from '../sol/sql-list.ts';
+
+const NO_SELECTOR = parseSelectorQuery({});
 
 const Obj = Type.Record(Type.String(), Type.Unknown());
 const VimBody = (required: boolean) =>
@@ -47,23 +55,96 @@ function idOf(req: { params: unknown }): string {
 /** Attributes a list query may filter on (Tacker/Neutron style `?name=x&id=y`, repeatable = any of). */
 const FILTERABLE = ['id', 'name', 'type', 'status', 'tenant_id', 'is_default', 'description', 'auth_url'];
 
+type LegacyQuery = Record<string, string | string[] | undefined>;
+
+const asList = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
+
 /**
- * The legacy list query: equality filters on VIM attributes and `fields` (which attributes to
- * return, `id` always included). `openstack vim show/delete <name or id>` resolves names and ids
- * with exactly such a query (`?name=x&fields=id`, `?id=y&fields=id`). Other parameters are ignored,
- * as Tacker does.
+ * The legacy equality filters: `String(value)` equals the wanted value ignoring case (JavaScript
+ * `toLowerCase`), or exactly (`is_default`: only ignoring case). The exact check runs in memory
+ * ({@link SqlListSpec.accept}); SQL gets a superset of it.
  */
-function listQuery(vims: Record<string, unknown>[], query: Record<string, string | string[] | undefined>): Record<string, unknown>[] {
-  const asList = (v: string | string[] | undefined) => (v === undefined ? [] : Array.isArray(v) ? v : [v]);
-  let out = vims;
+function legacyAccept(query: LegacyQuery): ((v: Record<string, unknown>) => boolean) | undefined {
+  const terms = FILTERABLE.map((attr) => [attr, asList(query[attr])] as const).filter(([, w]) => w.length > 0);
+  if (terms.length === 0) return undefined;
+  return (v) => terms.every(([attr, wanted]) => wanted.some((w) => String(v[attr]).toLowerCase() === w.toLowerCase() || (attr !== 'is_default' && String(v[attr]) === w)));
+}
+
+/** Characters outside ASCII: PostgreSQL's lower() may differ from JavaScript's there, so such rows are read and decided in memory. */
+const NON_ASCII = '[^\\x01-\\x7f]';
+
+function legacyWhere(query: LegacyQuery, attrs: SqlListSpec['attrs']): RawBuilder<boolean>[] {
+  const out: RawBuilder<boolean>[] = [];
   for (const attr of FILTERABLE) {
     const wanted = asList(query[attr]);
     if (wanted.length === 0) continue;
-    out = out.filter((v) => wanted.some((w) => String(v[attr]).toLowerCase() === w.toLowerCase() || (attr !== 'is_default' && String(v[attr]) === w)));
+    const a = attrs[attr] as ColumnAttr;
+    const col = a.expr ?? sql.ref(a.column);
+    if (attr === 'is_default') {
+      const bools = [...new Set(wanted.map((w) => w.toLowerCase()).filter((w) => w === 'true' || w === 'false'))];
+      out.push(bools.length ? sql<boolean>`(${sql.join(bools.map((b) => sql<boolean>`${col} = ${b === 'true'}`), sql` or `)})` : sql<boolean>`false`);
+      continue;
+    }
+    const text = sql<string>`${col}::text`;
+    out.push(sql<boolean>`(${text} in (${sql.join(wanted)}) or lower(${text}) in (${sql.join(wanted.map((w) => w.toLowerCase()))}) or ${text} ~ ${NON_ASCII})`);
   }
+  return out;
+}
+
+const VIM_COLUMNS = ['id', 'name', 'type', 'description', 'is_default', 'config', 'status', 'project', 'created_at', 'updated_at'];
+
+/**
+ * `/v1.0/vims` listed in SQL (src/api/sol/sql-list.ts), oldest first: SOL013 `filter` (plain
+ * attributes and `extra/...` in SQL), the legacy equality parameters, keyset paging when `limit`
+ * is given. Secrets are never read for a list.
+ */
+export function vimListSpec(query: LegacyQuery = {}, scope: ProjectScope = ALL_PROJECTS): SqlListSpec {
+  const attrs: SqlListSpec['attrs'] = {
+    id: { column: 'id', type: 'text' },
+    name: { column: 'name', type: 'text' },
+    type: { column: 'type', type: 'text' },
+    description: { column: 'description', type: 'text' },
+    status: { column: 'status', type: 'text' },
+    is_default: { column: 'is_default', type: 'bool' },
+    tenant_id: { column: 'config', expr: sql`coalesce(config->>'projectName', '')`, type: 'text' },
+    auth_url: { column: 'config', expr: sql`(config->>'authUrl')`, type: 'text' },
+    created_at: { column: 'created_at', type: 'time' },
+    updated_at: { column: 'updated_at', type: 'time' },
+  };
+  const accept = legacyAccept(query);
+  return {
+    collection: 'v1.0/vims',
+    table: 'vim',
+    orderColumn: 'created_at',
+    orderDir: 'asc',
+    columns: VIM_COLUMNS,
+    attrs,
+    jsonAttrs: { extra: { expr: sql`coalesce(config->'extra', '{}'::jsonb)` } },
+    // the caller's project's VIMs and the shared ones (auth.tenancy.vims)
+    where: [...legacyWhere(query, attrs), ...scopeWhere(scope)],
+    ...(accept ? { accept } : {}),
+    toApi: (r) =>
+      vimToApi({
+        id: r.id as string,
+        name: r.name as string,
+        type: r.type as VimRecord['type'],
+        description: r.description as string,
+        isDefault: r.is_default === true,
+        config: r.config as VimRecord['config'],
+        secret: {},
+        status: r.status as string,
+        project: (r.project ?? null) as string | null,
+        createdAt: new Date(r.created_at as string),
+        updatedAt: new Date(r.updated_at as string),
+      }),
+  };
+}
+
+/** Legacy `fields` (which attributes to return, `id` always included). */
+function project(vims: Record<string, unknown>[], query: LegacyQuery): Record<string, unknown>[] {
   const fields = asList(query.fields).flatMap((f) => f.split(',')).filter((f) => f !== '');
-  if (fields.length === 0) return out;
-  return out.map((v) => Object.fromEntries(Object.entries(v).filter(([k]) => k === 'id' || fields.includes(k))));
+  if (fields.length === 0) return vims;
+  return vims.map((v) => Object.fromEntries(Object.entries(v).filter(([k]) => k === 'id' || fields.includes(k))));
 }
 
 /** Registers `/v1.0/vims`. */
@@ -77,13 +158,18 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
           reply.code(201);
           return { vim: vimToApi(v) };
         });
-        r.get(collection, { schema: { tags: ['vims'] } }, async (req) => {
-          const query = (req.query ?? {}) as Record<string, string | string[] | undefined>;
-          // the uniform list `limit` rule (docs/api.md); the legacy VIM list has no paging, so
-          // `limit` only caps the answer (VIMs are few; this list stays in memory)
-          const limit = parseLimit(query, 0);
-          const vims = listQuery((await ctx.vims.list(requestScope(req, ctx.config.auth.tenancy.vims))).map(vimToApi), query);
-          return { vims: limit > 0 ? vims.slice(0, limit) : vims };
+        r.get(collection, { schema: { tags: ['vims'] } }, async (req, reply) => {
+          const query = (req.query ?? {}) as LegacyQuery;
+          // `filter` (SOL013), the uniform `limit` rule (docs/api.md): without `limit` every VIM
+          // (the Tacker clients do not follow Link headers); with it, one page and a Link to the next
+          const spec = vimListSpec(query, requestScope(req, ctx.config.auth.tenancy.vims));
+          const filter = parseFilterQuery(query);
+          const pageSize = parseLimit(query, 0);
+          const marker = query[NEXTPAGE_MARKER_PARAMETER];
+          const after = marker === undefined ? undefined : decodeCursor(spec.collection, marker);
+          const page = await readPage(ctx.store.db, spec, { filter, selector: NO_SELECTOR, pageSize, after }, []);
+          if (page.nextMarker) reply.header('link', linkFor(`${ctx.config.publicUrl}/v1.0${collection}`, query, page.nextMarker));
+          return { vims: project(page.items, query) };
         });
       }
       r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: vimToApi(await ctx.vims.get(idOf(req), requestScope(req, ctx.config.auth.tenancy.vims))) }));

@@ -6,10 +6,46 @@
 import { sql } from 'kysely';
 import { opOccFromRow } from '../../model/op-occ.ts';
 import { instanceFromRow } from '../../model/vnf-instance.ts';
+import type { FilterPathSegment, SimpleFilterExpr } from '../sol/filter.ts';
+import type { JsonAttr } from '../sol/json-filter.ts';
 import type { SqlListSpec } from '../sol/sql-list.ts';
 import { type ApiVersion, instanceToApi, opOccToApi } from './converters.ts';
 
 const jsonPresent = (column: string) => sql<boolean>`coalesce(jsonb_typeof(${sql.ref(column)}), 'null') <> 'null'`;
+
+/** An attribute stored as it is shown: nested filters on it are decided in SQL. */
+const asStored = (column: string): JsonAttr => ({ expr: sql.ref(column) });
+
+const attrStep = (s: FilterPathSegment | undefined): string | undefined => (s?.kind === 'attr' ? s.name : undefined);
+const NEGATED = new Set(['neq', 'nin', 'ncont']);
+
+/**
+ * v1 `instantiatedVnfInfo` is the stored (v2) one renamed (src/api/vnflcm/converters.ts):
+ * `virtualLinkResourceInfo` is the stored `vnfVirtualLinkResourceInfo`; `vnfcInfo`, `maxScaleLevels`
+ * do not exist; empty `storageResourceIds` / `extCpInfo` arrays are dropped (matters only to the
+ * negated operators); `@key` sees those renames everywhere, so it is left to memory.
+ */
+function v1InstantiatedPath(steps: readonly FilterPathSegment[], term: SimpleFilterExpr): readonly FilterPathSegment[] | 'never' | 'memory' {
+  if (steps.some((s) => s.kind === 'key')) return 'memory';
+  const first = attrStep(steps[0]);
+  if (first === 'vnfVirtualLinkResourceInfo' || first === 'vnfcInfo' || first === 'maxScaleLevels') return 'never';
+  const names = steps.map(attrStep);
+  if (NEGATED.has(term.op) && ((names.length === 1 && first === 'extCpInfo') || (names.length === 2 && first === 'vnfcResourceInfo' && names[1] === 'storageResourceIds'))) return 'memory';
+  if (first === 'virtualLinkResourceInfo') return [{ kind: 'attr', name: 'vnfVirtualLinkResourceInfo' }, ...steps.slice(1)];
+  return steps;
+}
+
+/**
+ * v2 `vimConnectionInfo` shows of each stored entry only `vimId`, `vimType`, `interfaceInfo` and a
+ * non-empty `extra` (never `accessInfo`).
+ */
+function v2VimConnectionPath(steps: readonly FilterPathSegment[], term: SimpleFilterExpr): readonly FilterPathSegment[] | 'never' | 'memory' {
+  if (steps.length < 2) return steps;
+  const field = steps[1] as FilterPathSegment;
+  if (field.kind === 'key') return 'memory';
+  if (field.name === 'extra') return steps.length === 2 && NEGATED.has(term.op) ? 'memory' : steps;
+  return field.name === 'vimId' || field.name === 'vimType' || field.name === 'interfaceInfo' ? steps : 'never';
+}
 
 const INSTANCE_COLUMNS = [
   'id',
@@ -67,6 +103,14 @@ export function instanceListSpec(v: ApiVersion, publicUrl: string): SqlListSpec 
       instantiatedVnfInfo: 'instantiated_vnf_info',
       metadata: 'metadata',
       extensions: 'extensions',
+    },
+    jsonAttrs: {
+      vnfConfigurableProperties: asStored('vnf_configurable_properties'),
+      instantiatedVnfInfo: v === 'v2' ? asStored('instantiated_vnf_info') : { expr: sql.ref('instantiated_vnf_info'), map: v1InstantiatedPath },
+      metadata: asStored('metadata'),
+      extensions: asStored('extensions'),
+      // v1 shows the map as an array of entries with `id` = the key: decided in memory
+      ...(v === 'v2' ? { vimConnectionInfo: { expr: sql.ref('vim_connection_info'), map: v2VimConnectionPath } } : {}),
     },
     lazy: {
       vnfConfigurableProperties: 'vnf_configurable_properties',
@@ -127,6 +171,9 @@ export function opOccListSpec(v: ApiVersion, publicUrl: string): SqlListSpec {
       resourceChanges: jsonPresent('resource_changes'),
       changedInfo: jsonPresent('changed_info'),
     },
+    // operationParams is shown masked (sealed and secret-named values as ****): decided in memory;
+    // v1 resourceChanges is converted (src/model/sol-shapes.ts): decided in memory
+    jsonAttrs: { error: asStored('error'), changedInfo: asStored('changed_info'), ...(v === 'v2' ? { resourceChanges: asStored('resource_changes') } : {}) },
     json: { operationParams: 'operation_params', error: 'error', resourceChanges: 'resource_changes', changedInfo: 'changed_info' },
     lazy: {
       operationParams: 'operation_params',

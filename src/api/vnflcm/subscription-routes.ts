@@ -49,6 +49,8 @@ export function subscriptionListSpec(v: SubscriptionApiVersion, publicUrl: strin
       callbackUri: { column: 'callback_uri', type: 'text' },
       ...(v === 'v2' ? { verbosity: { column: 'verbosity', type: 'text' } as const } : {}),
     },
+    // the filter is shown as stored: nested filters decided in SQL (src/api/sol/json-filter.ts)
+    jsonAttrs: { filter: { expr: sql.ref('filter') } },
     presence: { filter: sql<boolean>`coalesce(jsonb_typeof(filter), 'null') <> 'null'`, ...(v === 'v1' ? { verbosity: sql<boolean>`false` } : {}) },
     where: [sql<boolean>`api_version = ${v}`],
     toApi: (row) => subscriptionToApi(subscriptionFromRow(row as never), v, publicUrl),

@@ -56,6 +56,8 @@ export function packageListSpec(publicUrl: string): SqlListSpec {
     // the VNFD-derived attributes are shown only when the package has a vnfdId (the in-memory
     // re-check of every row keeps the column conditions exact)
     where: [],
+    // stored as shown: nested filters decided in SQL (src/api/sol/json-filter.ts)
+    jsonAttrs: { checksum: { expr: sql.ref('checksum') }, userDefinedData: { expr: sql.ref('user_defined_data') } },
     presence: { checksum: sql<boolean>`checksum is not null and jsonb_typeof(checksum) <> 'null'`, onboardingFailureDetails: sql<boolean>`onboarding_state = 'ERROR' and onboarding_error is not null` },
     // vnfd is never read by lists (a large column)
     toApi: (r) =>
