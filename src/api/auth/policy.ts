@@ -5,7 +5,8 @@
  * - LCM mutations (instances, operations, op occ tasks, subscriptions, auto-heal releases,
  *   notification redelivery) and the fault intake: operator;
  * - VIMs, VNF packages: admin to write; OAuth clients and Server Notifier registrations: admin, reads too;
- * - `POST /token`: open (the client authenticates itself there); `/metrics`, `/docs` and the
+ * - `POST /token`: open (the client authenticates itself there); the dashboard's static files
+ *   (`/ui`), its login configuration and its Keystone login forwarder: open (src/api/ui.ts); `/metrics`, `/docs` and the
  *   probes follow their own settings (auth.metrics, auth.docs, health.public).
  * A route the table does not know needs an authenticated caller (so an unknown path answers 401
  * before it answers 404).
@@ -27,6 +28,7 @@ export const SERVER_NOTIFIERS_PATH = '/vnfm/v1/server-notifiers';
 /** The default requirement of a route (`url`: the route pattern, e.g. `/vnflcm/v2/vnf_instances/:id`). */
 export function defaultRequirement(method: string, url: string, faultPrefix: string): Requirement {
   if (url === TOKEN_PATH) return 'open';
+  if (url === '/ui' || url.startsWith('/ui/') || url === '/vnfm/v1/ui/config' || url === '/vnfm/v1/ui/keystone-tokens') return 'open';
   if (url.startsWith(OAUTH_CLIENTS_PATH) || url.startsWith(SERVER_NOTIFIERS_PATH)) return 'admin';
   const read = method === 'GET' || method === 'HEAD';
   if (read) return 'reader';
