@@ -14,6 +14,9 @@
  * - One poll loop per process (every {@link POLL_MS} while a client is connected) stamps new rows
  *   and wakes the streams; a comment line every {@link HEARTBEAT_MS} keeps proxies from closing
  *   an idle stream.
+ * - A request without `Accept: text/event-stream` gets one JSON answer instead of a stream:
+ *   `{events: [{id, event, data}], lastEventId}` (what follows the resume point, up to 500), for
+ *   clients that poll.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { type Kysely, type RawBuilder, sql } from 'kysely';
@@ -194,6 +197,17 @@ export async function registerEventRoutes(app: FastifyInstance, ctx: AppContext)
           reset = true;
           cursor = head;
         }
+      }
+      // without `Accept: text/event-stream` (a plain HTTP client, a probe): one JSON answer with
+      // what follows the resume point (up to one batch), no stream
+      if (!/text\/event-stream/i.test(String(req.headers.accept ?? ''))) {
+        const rows = await sql<{ seq: string | number; event: Record<string, unknown> }>`
+          select seq, event from event_log
+          where seq > ${cursor} and seq <= ${head} ${where.length ? sql`and ${sql.join(where, sql` and `)}` : sql``}
+          order by seq limit ${BATCH}`.execute(ctx.store.db);
+        const events = rows.rows.map((r) => ({ id: Number(r.seq), event: String(r.event.notificationType ?? 'message'), data: r.event }));
+        reply.header('cache-control', 'no-store');
+        return { events, lastEventId: events.length === BATCH ? events[events.length - 1]?.id : head, ...(reset ? { reset: true } : {}) };
       }
       reply.hijack();
       const raw = reply.raw;
