@@ -91,7 +91,7 @@ export function ProblemView(props: { problem: Problem | undefined | null; label?
       {Object.keys(rest).length > 0 || type ? (
         <details>
           <summary>all fields</summary>
-          <pre>{JSON.stringify({ type, instance, ...rest }, null, 2)}</pre>
+          <pre tabIndex={0}>{JSON.stringify({ type, instance, ...rest }, null, 2)}</pre>
         </details>
       ) : null}
     </div>
@@ -187,7 +187,7 @@ export function ConfirmDialog(props: {
         <h2 id="dialog-title">{props.title}</h2>
         {props.children}
         <p>This request will be sent:</p>
-        <pre class="request" data-testid="request-json">
+        <pre class="request" data-testid="request-json" tabIndex={0} aria-label="request">
           {request}
         </pre>
         <ProblemView problem={err} />

@@ -132,7 +132,7 @@ function OpDetail(props: { id: string; onChanged: () => void }) {
       ) : null}
       <details>
         <summary>Request and resource changes</summary>
-        <pre>{JSON.stringify({ operationParams: op.operationParams, resourceChanges: op.resourceChanges }, null, 2)}</pre>
+        <pre tabIndex={0}>{JSON.stringify({ operationParams: op.operationParams, resourceChanges: op.resourceChanges }, null, 2)}</pre>
       </details>
       {task ? (
         <ConfirmDialog

@@ -37,7 +37,7 @@ function OnboardingError(props: { problem: Problem }) {
           ))}
         </ul>
       ) : null}
-      <pre class="detail">{props.problem.detail}</pre>
+      <pre class="detail" tabIndex={0}>{props.problem.detail}</pre>
     </div>
   );
 }
@@ -54,7 +54,7 @@ export function PackagesPage() {
 
   const load = async () => {
     try {
-      setPkgs(await listAll<Pkg>('/vnfpkgm/v1/vnf_packages', { all_fields: '' as string, exclude_fields: 'softwareImages,additionalArtifacts,checksum,userDefinedData' }));
+      setPkgs(await listAll<Pkg>('/vnfpkgm/v1/vnf_packages', { fields: 'onboardingFailureDetails' }));
       setErr(null);
     } catch (e) {
       setErr(problemOf(e));
