@@ -44,8 +44,10 @@ function Login(props: { config: UiConfig; onDone: () => void; reason?: string })
       } else if (kind === 'oauth2') {
         const r = await fetch('/token', {
           method: 'POST',
-          headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: `Basic ${btoa(`${v('clientId')}:${v('clientSecret')}`)}` },
-          body: 'grant_type=client_credentials',
+          // client_secret_post, no credentials mode: a Basic challenge on a refusal must not make the browser prompt
+          credentials: 'omit',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ grant_type: 'client_credentials', client_id: v('clientId'), client_secret: v('clientSecret') }).toString(),
         });
         const body = (await r.json().catch(() => ({}))) as { access_token?: string; error?: string; error_description?: string };
         if (!r.ok || !body.access_token) throw new ApiError({ status: r.status, title: body.error ?? 'login refused', detail: body.error_description ?? `the token endpoint answered ${r.status}` });
