@@ -132,25 +132,26 @@ export async function registerUiRoutes(app: FastifyInstance, ctx: AppContext, op
   );
   app.post(UI_KEYSTONE_PATH, { schema: { body: KeystoneBody, hide: true } }, async (req, reply) => {
     const modes = authModes(ctx.config);
-    const authUrl = ctx.config.auth.keystone.authUrl;
+    const ks = ctx.config.auth.keystone;
+    const authUrl = ks.authUrl;
     if (!modes.includes('keystone') || !authUrl) throw vnfmError('VNFM_ERR_API_NOT_FOUND', 'Keystone authentication is not enabled on this VNFM');
     const b = req.body as { username: string; password: string; project?: string; userDomain?: string; projectDomain?: string };
     const body = {
       auth: {
-        identity: { methods: ['password'], password: { user: { name: b.username, domain: { name: b.userDomain ?? 'Default' }, password: b.password } } },
-        ...(b.project ? { scope: { project: { name: b.project, domain: { name: b.projectDomain ?? 'Default' } } } } : {}),
+        identity: { methods: ['password'], password: { user: { name: b.username, domain: { name: b.userDomain ?? ks.userDomainName }, password: b.password } } },
+        ...(b.project ? { scope: { project: { name: b.project, domain: { name: b.projectDomain ?? ks.projectDomainName } } } } : {}),
       },
     };
     let r: Response;
     try {
-      r = await fetch(`${authUrl.replace(/\/+$/, '')}/auth/tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(10_000) });
-    } catch (e) {
-      return sendProblem(reply, problem(502, 'Bad Gateway', `Keystone at ${authUrl} cannot be reached (${(e as Error).name})`));
+      r = await fetch(`${authUrl.replace(/\/+$/, '')}/auth/tokens`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(ks.timeoutMs) });
+    } catch {
+      throw vnfmError('VNFM_ERR_API_AUTH_UNAVAILABLE', 'Keystone does not answer; try again later');
     }
     const token = r.headers.get('x-subject-token');
     await r.body?.cancel().catch(() => undefined);
     if (r.status === 401) throw vnfmError('VNFM_ERR_API_UNAUTHORIZED', 'Keystone refused the user name, password or project');
-    if (!r.ok || !token) return sendProblem(reply, problem(502, 'Bad Gateway', `Keystone answered ${r.status}`));
+    if (!r.ok || !token) throw vnfmError('VNFM_ERR_API_AUTH_UNAVAILABLE', `Keystone answered ${r.status} to the login`);
     reply.header('cache-control', 'no-store');
     return { token };
   });
