@@ -210,6 +210,22 @@ describe('GET /vnfm/v1/events', { timeout: 120_000 }, () => {
     }
   });
 
+  it('without Accept: text/event-stream: one JSON answer with the events after the resume point, tenant-scoped', async () => {
+    const head = (await (await fetch(`${vnfm.url}/vnfm/v1/events`, { headers: { authorization: `Bearer ${P2}` } })).json()) as { events: unknown[]; lastEventId: number };
+    assert.deepEqual(head.events, [], 'no resume point: nothing but the head');
+    const u = await createInstance(P2, 'events-json-u');
+    await createInstance(P1, 'events-json-other');
+    const r = await fetch(`${vnfm.url}/vnfm/v1/events?lastEventId=${head.lastEventId}`, { headers: { authorization: `Bearer ${P2}` } });
+    assert.equal(r.status, 200);
+    assert.match(r.headers.get('content-type') ?? '', /^application\/json/);
+    const body = (await r.json()) as { events: Sse[]; lastEventId: number };
+    assert.deepEqual(
+      body.events.map((e) => [e.event, e.data.vnfInstanceId]),
+      [['VnfIdentifierCreationNotification', u]],
+    );
+    assert.ok(body.lastEventId > head.lastEventId);
+  });
+
   it('an id the feed does not hold answers a reset event, then the live feed', async () => {
     const c = await FeedClient.open(ADMIN, 999_999_999);
     try {

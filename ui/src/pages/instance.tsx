@@ -102,7 +102,7 @@ export function InstancePage(props: { id: string }) {
     void load();
   }, [props.id]);
   useFeed((e) => {
-    if (e.data.vnfInstanceId === props.id) void load();
+    if (e.data.vnfInstanceId === props.id || e.type === 'reset') void load();
   }, [props.id]);
 
   if (err && !inst) return <ProblemView problem={err} label="Instance" />;

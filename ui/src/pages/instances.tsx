@@ -55,7 +55,7 @@ export function InstancesPage(props: { route: string }) {
   }, [applied.search, applied.state]);
   // live: an instance created, deleted or changed by an operation shows up without a reload
   useFeed((e) => {
-    if (e.type === 'VnfIdentifierCreationNotification' || e.type === 'VnfIdentifierDeletionNotification' || (e.data.notificationStatus === 'RESULT' && items?.some((i) => i.id === e.data.vnfInstanceId))) void load(pageNo);
+    if (e.type === 'reset' || e.type === 'VnfIdentifierCreationNotification' || e.type === 'VnfIdentifierDeletionNotification' || (e.data.notificationStatus === 'RESULT' && items?.some((i) => i.id === e.data.vnfInstanceId))) void load(pageNo);
   }, [pageNo, items, applied]);
 
   const go = (page: number) => {
