@@ -43,6 +43,24 @@ if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
+// Files that take the machine-wide lab lock (test/helpers/lab-exclusive.ts) run one at a time; a
+// lab file started while another holds the lock only waits and keeps a runner slot idle. So they
+// are spread evenly through the list (the first one first: their chain is long) instead of
+// sitting side by side in alphabetical order.
+const isExclusive = (f) => readFileSync(f, 'utf8').includes('await labTestsExclusive(');
+const exclusive = files.filter(isExclusive);
+if (exclusive.length > 1) {
+  const rest = files.filter((f) => !exclusive.includes(f));
+  const step = rest.length / exclusive.length;
+  const ordered = [];
+  let next = 0;
+  rest.forEach((f, i) => {
+    while (next < exclusive.length && i >= Math.floor(next * step)) ordered.push(exclusive[next++]);
+    ordered.push(f);
+  });
+  while (next < exclusive.length) ordered.push(exclusive[next++]);
+  files.splice(0, files.length, ...ordered);
+}
 const concurrency = process.env.VNFM_TEST_CONCURRENCY ?? '2';
 const stageDir = mkdtempSync(join(tmpdir(), 'vnfm-test-stages-'));
 if (required.size > 0) console.log(`required test stages: ${[...required].join(', ')}`);

@@ -40,6 +40,14 @@ export interface MtlsClientEntry {
   role: ApiRole;
 }
 
+/** A CA bundle for callback URIs and token endpoints under a URL prefix (`notifications.tls`). */
+export interface NotificationTlsEntry {
+  /** An https URL prefix, e.g. `https://nfvo.example:8443/` or `https://nfvo.example/callbacks/`. */
+  prefix: string;
+  /** PEM CA bundle those endpoints' certificates must chain to. */
+  caFile: string;
+}
+
 /** Settings of the API authentication modes, roles and policy. */
 export interface AuthConfig {
   /** Run without authentication ('none') on a non-loopback address anyway. @default false */
@@ -52,6 +60,12 @@ export interface AuthConfig {
   docs: OpenEndpointRule;
   /** Longest accepted credential header (X-Auth-Token, Authorization); longer is a 400. @default 8192 */
   maxCredentialBytes: number;
+  /**
+   * Who owns VNF packages and VIMs: 'project' (the project that created one; another project
+   * gets 404; Tacker's way) or 'shared' (every project sees and uses them, admins change them).
+   * @default { packages: 'project', vims: 'project' }
+   */
+  tenancy: { packages: 'project' | 'shared'; vims: 'project' | 'shared' };
   keystone: {
     /** Keystone v3 URL, e.g. http://keystone:5000/v3. */
     authUrl: string | undefined;
@@ -75,6 +89,12 @@ export interface AuthConfig {
   oauth2: {
     /** Lifetime of a token of the built-in endpoint. @default 3600 */
     tokenTtlSeconds: number;
+    /**
+     * How often a process checks (one indexed read) whether a client was deleted by any process
+     * before it trusts a token it cached; a deleted client's tokens stop working everywhere
+     * within this time. 0: check on every request. @default 1000
+     */
+    revocationCheckMs: number;
     /** OAuth scope -> VNFM role; the role names themselves are scopes too. @default {} */
     scopeMap: Record<string, ApiRole>;
     /** External authorization server (RFC 7662); when set, tokens unknown to the built-in endpoint are introspected there. */
@@ -255,6 +275,13 @@ export interface VnfmConfig {
     retentionMs: number;
     /** PEM CA bundle https callbacks and token endpoints are verified against (instead of the system CAs). @default undefined */
     caFile: string | undefined;
+    /**
+     * CA bundles per destination: a callback URI or token endpoint under `prefix` (same scheme,
+     * host and port, path starting with the prefix's path; the longest prefix wins) is verified
+     * against `caFile` instead of `caFile` above / the system CAs. For subscribers whose servers
+     * use a private CA, without turning verification off. @default []
+     */
+    tls: NotificationTlsEntry[];
   };
   /** Grants toward an NFVO. */
   grants: {
@@ -407,6 +434,7 @@ export function defaultConfig(): VnfmConfig {
       metrics: 'loopback',
       docs: 'loopback',
       maxCredentialBytes: 8192,
+      tenancy: { packages: 'project', vims: 'project' },
       keystone: {
         authUrl: undefined,
         username: undefined,
@@ -419,7 +447,7 @@ export function defaultConfig(): VnfmConfig {
         timeoutMs: 10_000,
         roleMap: { admin: 'admin', member: 'operator', reader: 'reader' },
       },
-      oauth2: { tokenTtlSeconds: 3600, scopeMap: {}, introspection: { endpoint: undefined, clientId: undefined, clientSecret: undefined, cacheTtlMs: 60_000, projectClaim: 'project' } },
+      oauth2: { tokenTtlSeconds: 3600, revocationCheckMs: 1000, scopeMap: {}, introspection: { endpoint: undefined, clientId: undefined, clientSecret: undefined, cacheTtlMs: 60_000, projectClaim: 'project' } },
       mtls: { certFile: undefined, keyFile: undefined, caFile: undefined, clients: [] },
     },
     health: { public: true, readyTimeoutMs: 1000, livenessPort: 0, livenessHost: undefined, maxStallMs: 10_000 },
@@ -428,7 +456,7 @@ export function defaultConfig(): VnfmConfig {
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
-    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined },
+    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
     grants: {
       mode: 'local',
       endpoint: undefined,
@@ -473,6 +501,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_AUTH_POLICY_FILE: ['auth.policyFile', 'string'],
   VNFM_AUTH_METRICS: ['auth.metrics', 'string'],
   VNFM_AUTH_DOCS: ['auth.docs', 'string'],
+  VNFM_AUTH_TENANCY_PACKAGES: ['auth.tenancy.packages', 'string'],
+  VNFM_AUTH_TENANCY_VIMS: ['auth.tenancy.vims', 'string'],
   VNFM_KEYSTONE_AUTH_URL: ['auth.keystone.authUrl', 'string'],
   VNFM_KEYSTONE_USERNAME: ['auth.keystone.username', 'string'],
   VNFM_KEYSTONE_PASSWORD: ['auth.keystone.password', 'string'],
@@ -634,6 +664,25 @@ export function isLoopbackHost(host: string): boolean {
   return h === 'localhost' || h === '::1' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(h) || h === '::ffff:127.0.0.1';
 }
 
+function validateNotificationTls(cfg: VnfmConfig): void {
+  const entries = cfg.notifications.tls;
+  if (!Array.isArray(entries)) throw new ConfigError('notifications.tls: must be a list of { prefix, caFile }');
+  entries.forEach((e, i) => {
+    const where = `notifications.tls[${i}]`;
+    if (e === null || typeof e !== 'object' || Array.isArray(e)) throw new ConfigError(`${where}: must be { prefix, caFile }`);
+    const unknown = Object.keys(e).filter((k) => k !== 'prefix' && k !== 'caFile');
+    if (unknown.length) throw new ConfigError(`${where}: unknown setting ${unknown.join(', ')} (prefix and caFile only)`);
+    let u: URL;
+    try {
+      u = new URL(String(e.prefix));
+    } catch {
+      throw new ConfigError(`${where}.prefix: must be an https URL prefix, got ${JSON.stringify(e.prefix)}`);
+    }
+    if (u.protocol !== 'https:' || u.username || u.password || u.search || u.hash) throw new ConfigError(`${where}.prefix: must be an https URL (scheme, host, optional port and path; no credentials, query or fragment), got ${JSON.stringify(e.prefix)}`);
+    if (typeof e.caFile !== 'string' || e.caFile === '') throw new ConfigError(`${where}.caFile: must be the path of a PEM CA bundle`);
+  });
+}
+
 function validateAuth(cfg: VnfmConfig): void {
   const modes = authModes(cfg);
   if (!Array.isArray(modes) || modes.length === 0 || modes.some((m) => !API_AUTH_MODES.includes(m))) {
@@ -659,6 +708,7 @@ function validateAuth(cfg: VnfmConfig): void {
   const a = cfg.auth;
   for (const k of ['metrics', 'docs'] as const) if (!['open', 'loopback', 'authenticated'].includes(a[k])) throw new ConfigError(`auth.${k}: must be open, loopback or authenticated`);
   if (!Number.isInteger(a.maxCredentialBytes) || a.maxCredentialBytes < 256) throw new ConfigError('auth.maxCredentialBytes: must be an integer >= 256');
+  for (const k of ['packages', 'vims'] as const) if (!['project', 'shared'].includes(a.tenancy[k])) throw new ConfigError(`auth.tenancy.${k}: must be project or shared`);
   const k = a.keystone;
   if (modes.includes('keystone')) {
     for (const f of ['authUrl', 'username', 'password', 'projectName'] as const) if (!k[f]) throw new ConfigError(`auth.keystone.${f} is required with apiAuth keystone`);
@@ -668,6 +718,7 @@ function validateAuth(cfg: VnfmConfig): void {
   for (const f of ['cacheTtlMs', 'cacheMaxEntries', 'timeoutMs'] as const) if (!Number.isInteger(k[f]) || k[f] < 1) throw new ConfigError(`auth.keystone.${f}: must be an integer >= 1`);
   const o = a.oauth2;
   if (!Number.isInteger(o.tokenTtlSeconds) || o.tokenTtlSeconds < 1) throw new ConfigError('auth.oauth2.tokenTtlSeconds: must be an integer >= 1');
+  if (!Number.isInteger(o.revocationCheckMs) || o.revocationCheckMs < 0) throw new ConfigError('auth.oauth2.revocationCheckMs: must be an integer >= 0');
   for (const [name, role] of Object.entries(o.scopeMap)) if (!API_ROLES.includes(role)) throw new ConfigError(`auth.oauth2.scopeMap.${name}: must be one of ${API_ROLES.join(', ')}`);
   if (o.introspection.endpoint && !/^https?:\/\//.test(o.introspection.endpoint)) throw new ConfigError('auth.oauth2.introspection.endpoint: must be an http(s) URL');
   if (o.introspection.endpoint && (!o.introspection.clientId || !o.introspection.clientSecret)) throw new ConfigError('auth.oauth2.introspection: clientId and clientSecret are required with an endpoint');
@@ -694,6 +745,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isInteger(cfg.port) || cfg.port < 0 || cfg.port > 65535) throw new ConfigError(`port: must be 0-65535, got ${cfg.port}`);
   if (!Number.isInteger(cfg.pageSize) || cfg.pageSize < 0) throw new ConfigError(`pageSize: must be >= 0`);
   validateAuth(cfg);
+  validateNotificationTls(cfg);
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
   {
     const v = cfg.vim;

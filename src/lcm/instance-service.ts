@@ -12,6 +12,7 @@ import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 import type { VimConnection, VimRegistry } from '../vims/vim-registry.ts';
+import { ALL_PROJECTS, type ProjectScope, scopeWhere } from '../model/project-scope.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -29,6 +30,9 @@ export interface CreateInstanceInput {
   vimConnectionInfo?: Record<string, Partial<VimConnection>>;
   /** Project (tenant) the instance belongs to; its op occs, fault notifications and heal batches inherit it. */
   project?: string;
+  /** The packages (by vnfdId) and VIMs (by vimId) the caller may use; another project's is answered as unknown. @default every project */
+  packageScope?: ProjectScope;
+  vimScope?: ProjectScope;
 }
 
 /** VnfInfoModificationRequest, normalized to the v2 map form. */
@@ -98,32 +102,33 @@ export class InstanceService {
     return { info, secrets: this.box.seal(secrets) };
   }
 
-  /** Completes each vimConnectionInfo entry from the VIM registry where it names only a vimId. */
-  async completeConnections(input: Record<string, Partial<VimConnection>> | undefined): Promise<Record<string, VimConnection>> {
+  /** Completes each vimConnectionInfo entry from the VIM registry where it names only a vimId (a VIM visible in `scope`). */
+  async completeConnections(input: Record<string, Partial<VimConnection>> | undefined, scope: ProjectScope = ALL_PROJECTS): Promise<Record<string, VimConnection>> {
     const out: Record<string, VimConnection> = {};
-    for (const [k, v] of Object.entries(input ?? {})) out[k] = await this.vims.complete(v);
+    for (const [k, v] of Object.entries(input ?? {})) out[k] = await this.vims.complete(v, scope);
     return out;
   }
 
-  /** The default VIM of a kind as a full connection, if one is registered. */
-  async defaultVim(kind: 'openstack' | 'kubernetes'): Promise<VimConnection | undefined> {
-    const v = await this.vims.getDefault(kind);
+  /** The default VIM of a kind for an instance of `project` (its project's default, else the shared one) as a full connection. */
+  async defaultVim(kind: 'openstack' | 'kubernetes', project: string | null = null): Promise<VimConnection | undefined> {
+    const v = await this.vims.getDefault(kind, project);
     return v ? this.vims.toConnection(v) : undefined;
   }
 
   /** Creates a NOT_INSTANTIATED instance from an onboarded, enabled package. */
   async create(input: CreateInstanceInput, apiVersion: 'v1' | 'v2'): Promise<VnfInstanceRecord> {
-    const conns = await this.completeConnections(input.vimConnectionInfo);
+    const conns = await this.completeConnections(input.vimConnectionInfo, input.vimScope);
     const sealed = await this.sealConnections(conns);
     const id = randomUUID();
     await this.db.transaction().execute(async (tx) => {
-      const pkg = await tx
+      let q = tx
         .selectFrom('vnf_package')
         .select(['id', 'operational_state', 'vnf_provider', 'vnf_product_name', 'vnf_software_version', 'vnfd_version'])
         .where('vnfd_id', '=', input.vnfdId)
-        .where('onboarding_state', '=', 'ONBOARDED')
-        .forUpdate()
-        .executeTakeFirst();
+        .where('onboarding_state', '=', 'ONBOARDED');
+      // another project's package is answered as not onboarded (its existence is not revealed)
+      for (const w of scopeWhere(input.packageScope ?? ALL_PROJECTS)) q = q.where(w);
+      const pkg = await q.forUpdate().executeTakeFirst();
       if (!pkg) throw vnfmError('VNFM_ERR_VNFD_NOT_FOUND', `VNF package with vnfdId ${input.vnfdId} is not onboarded.`);
       if (pkg.operational_state !== 'ENABLED') throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${pkg.id} (vnfdId ${input.vnfdId}) is DISABLED.`);
       await tx

@@ -6,6 +6,7 @@
  * busy, 404, 400/422 with the exact reason), so a 202 is only ever answered for an operation that
  * will run.
  */
+import type { ProjectScope } from '../model/project-scope.ts';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { vnfmError } from '../errors.ts';
@@ -40,6 +41,8 @@ export interface AcceptOptions {
    * exists, it is returned and nothing new is created.
    */
   origin?: string;
+  /** The VIMs a request may name by `vimId` (another project's VIM is answered as not registered). @default every project */
+  vimScope?: ProjectScope;
 }
 
 /** Accepts LCM operations and task requests. */
@@ -124,10 +127,11 @@ export class LcmService {
       // VIM: from the request, else the instance, else the default VIM of the package's kind.
       let conns: Record<string, VimConnection> | undefined;
       if (o.vimConnectionInfo !== undefined) {
-        conns = await this.instances.completeConnections({ ...(await this.instances.vimConnections(id)), ...o.vimConnectionInfo } as Record<string, Partial<VimConnection>>);
+        conns = await this.instances.completeConnections({ ...(await this.instances.vimConnections(id)), ...o.vimConnectionInfo } as Record<string, Partial<VimConnection>>, o.vimScope);
       } else if (Object.keys(inst.vimConnectionInfo).length === 0) {
         const kind = vnfd.baseHotDirs[command.flavourId] ? 'openstack' : vnfd.kubernetesFiles.length > 0 ? 'kubernetes' : 'openstack';
-        const def = await this.instances.defaultVim(kind);
+        // the instance's project's default VIM, else the shared default
+        const def = await this.instances.defaultVim(kind, inst.project ?? null);
         if (!def) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `no vimConnectionInfo given and no default ${kind} VIM registered`);
         conns = { vim1: def };
       }
@@ -182,8 +186,8 @@ export class LcmService {
   }
 
   /** VnfInfoModificationRequest: a MODIFY_INFO op occ completed at once. */
-  async modifyInfo(id: string, patch: ModifyInstanceInput, apiVersion: 'v1' | 'v2'): Promise<OpOccRecord> {
-    return modifyInfo({ db: this.db, instances: this.instances, states: this.states, log: this.log }, id, patch, apiVersion);
+  async modifyInfo(id: string, patch: ModifyInstanceInput, apiVersion: 'v1' | 'v2', scopes: { packages?: ProjectScope; vims?: ProjectScope } = {}): Promise<OpOccRecord> {
+    return modifyInfo({ db: this.db, instances: this.instances, states: this.states, log: this.log }, id, patch, apiVersion, scopes);
   }
 
   /** retry: FAILED_TEMP -> PROCESSING, continue from the failed step. */

@@ -189,6 +189,13 @@ export class MgmtStore {
   /** The VIM facade for drivers acting for `instanceId`. */
   vims(instanceId: string): MgmtVims {
     const reg = this.vimRegistry;
+    const db = this.db;
+    // a VIM a driver registers belongs to the instance's project (names are unique per project)
+    const projectOfInstance = async (): Promise<string | null> => (await db.selectFrom('vnf_instance').select('project').where('id', '=', instanceId).executeTakeFirst())?.project ?? null;
+    const sameNamespace = async (name: string) => {
+      const project = reg.ownerFor(await projectOfInstance());
+      return { project, found: (await reg.list()).find((v) => v.name === name && v.project === project) };
+    };
     const view = (v: { id: string; config: { authUrl: string; extra?: Record<string, unknown> } }) => {
       const createdFor = v.config.extra?.['vnfm.io/created-for'];
       return { id: v.id, authUrl: v.config.authUrl, ...(typeof createdFor === 'string' ? { createdFor } : {}) };
@@ -196,7 +203,7 @@ export class MgmtStore {
     return {
       async register(input: VimInput) {
         if (!input.name) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'a VIM registered by a management driver needs a name');
-        const existing = (await reg.list()).find((v) => v.name === input.name);
+        const { project, found: existing } = await sameNamespace(input.name);
         if (existing) {
           const e = view(existing as never);
           if (e.authUrl === input.auth_url && e.createdFor === instanceId) {
@@ -206,11 +213,11 @@ export class MgmtStore {
           }
           throw vnfmError('VNFM_ERR_MGMT_REFUSED', `a VIM named ${input.name} already exists (${existing.id}, ${e.authUrl}) and was not created for VNF instance ${instanceId}: choose another vim_name`);
         }
-        const v = await reg.register({ ...input, extra: { ...(input.extra ?? {}), 'vnfm.io/created-for': instanceId } });
+        const v = await reg.register({ ...input, extra: { ...(input.extra ?? {}), 'vnfm.io/created-for': instanceId } }, project);
         return { id: v.id, created: true };
       },
       async findByName(name: string) {
-        const v = (await reg.list()).find((x) => x.name === name);
+        const v = (await sameNamespace(name)).found;
         return v ? view(v as never) : undefined;
       },
       async delete(id: string) {

@@ -5,6 +5,11 @@
  * `health.maxStallMs`. The main thread proves it turns by storing `process.hrtime.bigint()` into a
  * shared buffer from an unref'd timer every {@link TICK_MS}.
  *
+ * With `health.public` false a probe needs a credential: the static tokens are checked in the
+ * worker; any other token (Keystone, OAuth 2.0) is handed to the main thread, which checks it with
+ * the API's own modes (`checkCredential`) and answers; the worker then keeps the accepted token's
+ * hash for {@link PROBE_CACHE_MS}, so later probes with it never wait for the main thread.
+ *
  * The worker is started from the file next to this module, with this module's extension: the
  * compiled `.js` under `dist/`, the `.ts` source through tsx (dev, tests), as for the onboarding
  * process (`packages/onboard-isolate.ts`).
@@ -14,10 +19,14 @@ import { fileURLToPath } from 'node:url';
 import { Worker } from 'node:worker_threads';
 import { type VnfmConfig, authModes } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import type { ProbeCredentialCheck } from '../api/auth/index.ts';
 import type { LivenessWorkerCommand, LivenessWorkerData, LivenessWorkerMessage } from './liveness-worker.ts';
 
 /** How often the main thread ticks. */
 export const TICK_MS = 100;
+
+/** How long the worker keeps a token the main thread accepted (a deleted OAuth client's or revoked Keystone token's probes pass this long at most). */
+export const PROBE_CACHE_MS = 30_000;
 
 const FROM_SOURCE = import.meta.url.endsWith('.ts');
 const WORKER_URL = new URL(`./liveness-worker${FROM_SOURCE ? '.ts' : '.js'}`, import.meta.url);
@@ -49,7 +58,7 @@ function urlHost(host: string): string {
 }
 
 /** Starts the liveness worker on `health.livenessPort`; rejects when it cannot listen. */
-export async function startLivenessServer(config: VnfmConfig, log: Logger): Promise<LivenessServer> {
+export async function startLivenessServer(config: VnfmConfig, log: Logger, opts: { checkCredential?: ProbeCredentialCheck } = {}): Promise<LivenessServer> {
   const host = config.health.livenessHost ?? config.host;
   const tickBuf = new SharedArrayBuffer(BigInt64Array.BYTES_PER_ELEMENT);
   const tick = new BigInt64Array(tickBuf);
@@ -60,8 +69,10 @@ export async function startLivenessServer(config: VnfmConfig, log: Logger): Prom
   // ticking starts now: the worker may answer as soon as it listens
   const timer = setInterval(beat, TICK_MS);
   timer.unref();
-  // the liveness port knows only the static tokens (docs/security.md): with health.public false, probe it with one
+  // with health.public false a probe needs a credential: static tokens checked in the worker, the
+  // other modes' tokens by the main thread (docs/security.md)
   const needsToken = !authModes(config).includes('none') && !config.health.public;
+  const delegate = needsToken && opts.checkCredential !== undefined;
   const data: LivenessWorkerData = {
     host,
     port: config.health.livenessPort,
@@ -69,9 +80,21 @@ export async function startLivenessServer(config: VnfmConfig, log: Logger): Prom
     tickMs: TICK_MS,
     maxStallMs: config.health.maxStallMs,
     tokenHashes: needsToken ? config.apiTokens.map((t) => createHash('sha256').update(typeof t === 'string' ? t : t.token, 'utf8').digest('hex')) : [],
-    closed: needsToken && config.apiTokens.length === 0,
+    closed: needsToken && config.apiTokens.length === 0 && !delegate,
+    delegate,
+    probeCacheMs: PROBE_CACHE_MS,
+    checkTimeoutMs: Math.max(1000, config.health.maxStallMs),
   };
   const worker = spawnWorker(data);
+  if (delegate) {
+    const check = opts.checkCredential as ProbeCredentialCheck;
+    worker.on('message', (m: LivenessWorkerMessage) => {
+      if (m.type !== 'check') return;
+      void check(m.headers)
+        .catch((): { ok: false; status: 503 } => ({ ok: false, status: 503 }))
+        .then((v) => worker.postMessage({ type: 'checked', id: m.id, ok: v.ok, ...(v.ok ? {} : { status: v.status }) } satisfies LivenessWorkerCommand));
+    });
+  }
   const exited = new Promise<number>((resolve) => worker.once('exit', resolve));
   let closing = false;
   const port = await new Promise<number>((resolve, reject) => {

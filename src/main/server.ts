@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
+import { probeCredentialCheck } from '../api/auth/index.ts';
 import { VnfmMetrics } from '../core/metrics.ts';
 import type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
 import type { AppContext } from '../core/services.ts';
@@ -62,7 +63,7 @@ export function buildContext(config: VnfmConfig, store: Store, log: Logger): App
   const box = openSecretBox({ configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir });
   const metrics = new VnfmMetrics({ defaultMetrics: true });
   const notifier = new Notifier(() => config.publicUrl);
-  const vims = new VimRegistry(store.db, box);
+  const vims = new VimRegistry(store.db, box, config.auth.tenancy.vims);
   const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }), config.packages);
   const instances = new InstanceService(store.db, notifier, vims, box, log);
   const outbound = new OutboundGuard(config.outbound, () => ({ host: config.host, port: config.port || Number(new URL(config.publicUrl).port) }));
@@ -163,7 +164,8 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
   let liveness: LivenessServer | undefined;
   if (!opts.noListen && config.health.livenessPort !== 0) {
     try {
-      liveness = await startLivenessServer(config, log);
+      const checkCredential = probeCredentialCheck(app);
+      liveness = await startLivenessServer(config, log, checkCredential ? { checkCredential } : {});
     } catch (e) {
       clearInterval(permTimer);
       await app.close();

@@ -45,7 +45,8 @@ export function simStateDir(dataDir: string): string | undefined {
 }
 
 async function upsertVim(ctx: AppContext, input: VimInput): Promise<void> {
-  const existing = (await ctx.vims.list()).find((v) => v.name === input.name);
+  // the simulated cloud's VIMs are shared (no project); a project's VIM of the same name is its own
+  const existing = (await ctx.vims.list()).find((v) => v.name === input.name && v.project === null);
   const hasDefault = (await ctx.vims.getDefault(input.type as 'openstack' | 'kubernetes')) !== undefined;
   if (existing) await ctx.vims.update(existing.id, { ...input, is_default: existing.isDefault });
   else await ctx.vims.register({ ...input, is_default: !hasDefault });
@@ -119,7 +120,7 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
       // The simulated cloud runs on this host: its endpoints are trusted outbound destinations, and
       // its Server Notifier is registered for the simulated OpenStack VIM (the one a VIM token may go to).
       ctx.outbound.trustOrigin(notifier.url);
-      const simVim = (await ctx.vims.list()).find((v) => v.name === SIM_VIM_NAMES.openstack);
+      const simVim = (await ctx.vims.list()).find((v) => v.name === SIM_VIM_NAMES.openstack && v.project === null);
       if (simVim) {
         // The registration named SIM_NOTIFIER_NAME is the simulated cloud's own: replaced when the
         // notifier's URL (a port chosen at start) or the simulated VIM changed.

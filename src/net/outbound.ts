@@ -17,12 +17,15 @@
  * for the NFVO), answered 422 with the reason; and again right before each request
  * ({@link OutboundGuard.fetch}), with a fresh name resolution, so a host name whose DNS answer
  * changed to a denied address after it was accepted (DNS rebinding) is refused too. The request
- * itself resolves the name once more; the window between the two resolutions is not closed (see
- * docs/security.md, "Outbound requests").
+ * is then **pinned** to the addresses that were checked: the connection uses them (a custom
+ * `lookup` of the HTTP client, src/net/tls-fetch.ts) instead of resolving the name once more, so
+ * a DNS server that answers a public address to the check and a loopback one a millisecond later
+ * reaches nothing it should not (docs/security.md, "Outbound requests").
  */
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
+import { type LookupFunction, PINNED_LOOKUP, isPinnable, tlsFetch } from './tls-fetch.ts';
 
 /** The configurable part of the rules (config `outbound`). */
 export interface OutboundRules {
@@ -176,58 +179,79 @@ export class OutboundGuard {
    * addresses must be acceptable); a name that does not resolve is refused.
    */
   async check(url: string): Promise<string | undefined> {
+    return (await this.evaluate(url)).why;
+  }
+
+  /** The verdict on `url` and, for an accepted host name, the addresses that were checked. */
+  private async evaluate(url: string): Promise<{ why?: string; addrs?: string[] }> {
     let u: URL;
     try {
       u = new URL(url);
     } catch {
-      return 'not a valid URL';
+      return { why: 'not a valid URL' };
     }
-    if (u.protocol !== 'http:' && u.protocol !== 'https:') return `scheme ${u.protocol} is not allowed (http or https only)`;
-    if (u.username || u.password) return 'credentials in the URL are not allowed';
-    if (this.trusted.has(u.origin)) return undefined;
+    if (u.protocol !== 'http:' && u.protocol !== 'https:') return { why: `scheme ${u.protocol} is not allowed (http or https only)` };
+    if (u.username || u.password) return { why: 'credentials in the URL are not allowed' };
+    if (this.trusted.has(u.origin)) return {};
     const host = normalizeAddress(u.hostname).replace(/\.$/, '');
     const port = u.port ? Number(u.port) : u.protocol === 'https:' ? 443 : 80;
     let addrs: string[];
-    if (isIP(host)) addrs = [host];
-    else {
-      const ownHostAllowed = nameMatches(this.allow.names, host);
-      if (!ownHostAllowed && (nameMatches(this.deny.names, host) || BUILTIN_DENY_NAMES.includes(host))) return `host ${host} is denied`;
-      try {
-        addrs = await this.resolve(host);
-      } catch {
-        return `host ${host} does not resolve`;
-      }
-      if (addrs.length === 0) return `host ${host} does not resolve`;
-      if (ownHostAllowed) {
-        // An allowed name still may not point at the VNFM itself.
-        for (const a of addrs) {
-          const why = this.addressRefusal(a, port);
-          if (why?.includes("VNFM's own")) return `host ${host} resolves to ${why}`;
-        }
-        return undefined;
-      }
+    if (isIP(host)) return { ...(this.addressRefusal(host, port) ? { why: this.addressRefusal(host, port) } : {}) };
+    const ownHostAllowed = nameMatches(this.allow.names, host);
+    if (!ownHostAllowed && (nameMatches(this.deny.names, host) || BUILTIN_DENY_NAMES.includes(host))) return { why: `host ${host} is denied` };
+    try {
+      addrs = await this.resolve(host);
+    } catch {
+      return { why: `host ${host} does not resolve` };
     }
+    if (addrs.length === 0) return { why: `host ${host} does not resolve` };
     for (const a of addrs) {
       const why = this.addressRefusal(a, port);
-      if (why) return isIP(host) ? why : `host ${host} resolves to ${why}`;
+      // an allowed name still may not point at the VNFM itself
+      if (why && (!ownHostAllowed || why.includes("VNFM's own"))) return { why: `host ${host} resolves to ${why}` };
     }
-    return undefined;
+    return { addrs };
   }
 
   /**
    * A fetch that checks each URL right before the request (and does not follow redirects to
-   * unchecked places: `redirect` defaults to `manual`). A refused URL rejects with
+   * unchecked places: `redirect` defaults to `manual`), then connects to the addresses it checked
+   * (pinned; `base` must be pinnable for that: the default, or a fetch of src/net/tls-fetch.ts; any
+   * other `base`, e.g. a test double, is called without pinning). A refused URL rejects with
    * {@link OutboundDeniedError}, like a network error.
    */
-  fetch(base: typeof fetch = globalThis.fetch): typeof fetch {
+  fetch(base?: typeof fetch): typeof fetch {
+    const send = base === undefined || base === globalThis.fetch ? tlsFetch({}) : base;
+    const pin = isPinnable(send);
     const guarded = async (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
       const url = typeof input === 'string' ? input : input instanceof URL ? input.toString() : input.url;
-      const why = await this.check(url);
+      const { why, addrs } = await this.evaluate(url);
       if (why) throw new OutboundDeniedError(why);
-      return base(input, { redirect: 'manual', ...(init ?? {}) });
+      return send(input, { redirect: 'manual', ...(init ?? {}), ...(pin && addrs ? { [PINNED_LOOKUP]: pinnedLookup(addrs) } : {}) } as RequestInit);
     };
     return guarded as typeof fetch;
   }
+}
+
+/**
+ * A node:net `lookup` that answers the checked addresses (in their order) whatever name it is
+ * asked for: the connection goes where the check looked, without a second resolution.
+ */
+export function pinnedLookup(addrs: readonly string[]): LookupFunction {
+  const list = addrs.map((a) => ({ address: normalizeAddress(a), family: isIP(normalizeAddress(a)) === 6 ? 6 : 4 }));
+  return (_hostname, options, callback) => {
+    const cb = (typeof options === 'function' ? options : callback) as (...args: unknown[]) => void;
+    const o = (typeof options === 'object' && options !== null ? options : {}) as { all?: boolean; family?: number | string };
+    const want = o.family === 4 || o.family === 'IPv4' ? 4 : o.family === 6 || o.family === 'IPv6' ? 6 : 0;
+    const usable = want ? list.filter((a) => a.family === want) : list;
+    const first = usable[0];
+    if (!first) {
+      const e = Object.assign(new Error('no checked address of the asked family'), { code: 'ENOTFOUND' });
+      process.nextTick(() => cb(e));
+      return;
+    }
+    process.nextTick(() => (o.all ? cb(null, usable) : cb(null, first.address, first.family)));
+  };
 }
 
 function localAddresses(): Set<string> {

@@ -5,9 +5,32 @@
  * HTTP over `node:https` / `node:http`: method, headers, a string or byte body, an abort signal,
  * no redirects (what the VNFM's clients use). A network failure rejects with a `TypeError` whose
  * `cause` is the socket error (its `code`, e.g. ECONNREFUSED, as the built-in fetch does).
+ *
+ * Its fetches are **pinnable** ({@link isPinnable}): the outbound guard (src/net/outbound.ts)
+ * passes the addresses it checked under {@link PINNED_LOOKUP} in the request init, and the
+ * connection is made to those addresses instead of resolving the name again (TLS still verifies
+ * the certificate against the URL's host name).
  */
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { request as httpsRequest } from 'node:https';
+
+/** Request-init key of a `lookup` function (node:net style) the connection must use. */
+export const PINNED_LOOKUP: unique symbol = Symbol.for('vnfm.net.pinnedLookup');
+const PINNABLE: unique symbol = Symbol.for('vnfm.net.pinnable');
+
+/** A node:net `lookup` function. */
+export type LookupFunction = (hostname: string, options: unknown, callback: (...args: unknown[]) => void) => void;
+
+/** True when `f` honours {@link PINNED_LOOKUP} (a fetch of this module, or one marked with {@link markPinnable}). */
+export function isPinnable(f: unknown): boolean {
+  return typeof f === 'function' && (f as unknown as Record<symbol, unknown>)[PINNABLE] === true;
+}
+
+/** Marks a fetch that passes its init (with {@link PINNED_LOOKUP}) on to a pinnable fetch. */
+export function markPinnable<F extends typeof fetch>(f: F): F {
+  (f as unknown as Record<symbol, unknown>)[PINNABLE] = true;
+  return f;
+}
 
 /** TLS settings of one destination. */
 export interface TlsOptions {
@@ -54,7 +77,9 @@ export function tlsFetch(tls: TlsOptions): typeof fetch {
           resolve(new Response(noBody ? null : Buffer.concat(chunks), { status, statusText: res.statusMessage ?? '', headers: h }));
         });
       };
-      const common = { method, headers, ...(signal ? { signal } : {}) };
+      const lookup = (init as Record<symbol, unknown>)[PINNED_LOOKUP] as LookupFunction | undefined;
+      // a pinned connection gets its own socket (a pooled one may have been opened for another address)
+      const common = { method, headers, ...(signal ? { signal } : {}), ...(lookup ? { lookup: lookup as never, agent: false } : {}) };
       const req =
         url.protocol === 'https:'
           ? httpsRequest(url, { ...common, ...(tls.ca ? { ca: tls.ca } : {}), rejectUnauthorized: tls.rejectUnauthorized ?? true }, onResponse)
@@ -63,7 +88,36 @@ export function tlsFetch(tls: TlsOptions): typeof fetch {
       req.end(body);
     });
   };
-  return f as typeof fetch;
+  return markPinnable(f as typeof fetch);
+}
+
+/** A CA bundle for the URLs under a prefix. */
+export interface PrefixTls {
+  prefix: string;
+  ca: string;
+}
+
+/** True when `url` is under `prefix`: same scheme, host and port, and its path starts with the prefix's path. */
+export function underPrefix(url: URL, prefix: URL): boolean {
+  if (url.origin !== prefix.origin) return false;
+  const p = prefix.pathname;
+  return p === '/' || url.pathname === p || url.pathname.startsWith(p.endsWith('/') ? p : `${p}/`);
+}
+
+/**
+ * A fetch choosing the CA bundle by URL: the longest matching prefix's (`notifications.tls`),
+ * else `fallback` (a CA bundle for every other https URL, or the system CAs). Verification is
+ * always on. Pinnable (src/net/outbound.ts).
+ */
+export function fetchByPrefixTls(entries: readonly PrefixTls[], fallback: TlsOptions = {}): typeof fetch {
+  const byPrefix = entries.map((e) => ({ prefix: new URL(e.prefix), fetch: tlsFetch({ ca: e.ca }) })).sort((a, b) => b.prefix.href.length - a.prefix.href.length);
+  const other = tlsFetch(fallback);
+  const f = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+    const url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
+    const hit = url.protocol === 'https:' ? byPrefix.find((e) => underPrefix(url, e.prefix)) : undefined;
+    return (hit?.fetch ?? other)(input, init);
+  };
+  return markPinnable(f as typeof fetch);
 }
 
 /**

@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { Services } from '../core/services.ts';
-import { tlsFetch } from '../net/tls-fetch.ts';
+import { fetchByPrefixTls } from '../net/tls-fetch.ts';
 import { DeliveryWorker } from './delivery.ts';
 import { SubscriptionService } from './subscriptions.ts';
 
@@ -21,9 +21,19 @@ export interface NotificationServices {
  * started here: call `worker.start()` once the server runs and `await worker.stop()` at shutdown.
  */
 export function setupNotifications(ctx: Services, opts: { concurrency?: number; pollMs?: number } = {}): NotificationServices {
-  // Every callback and token request goes through the outbound rules, checked again at send time.
-  const caFile = ctx.config.notifications.caFile;
-  const fetch = ctx.outbound.fetch(caFile ? tlsFetch({ ca: readFileSync(caFile, 'utf8') }) : undefined);
+  // Every callback and token request goes through the outbound rules, checked again at send time
+  // and pinned to the checked addresses; https is verified against the CA bundle of its URL prefix
+  // (notifications.tls), else notifications.caFile, else the system CAs.
+  const n = ctx.config.notifications;
+  const read = (setting: string, path: string): string => {
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (e) {
+      throw new Error(`${setting} ${path}: cannot be read (${(e as NodeJS.ErrnoException).code ?? (e as Error).message})`);
+    }
+  };
+  const perPrefix = n.tls.map((e, i) => ({ prefix: e.prefix, ca: read(`notifications.tls[${i}].caFile`, e.caFile) }));
+  const fetch = ctx.outbound.fetch(fetchByPrefixTls(perPrefix, n.caFile ? { ca: read('notifications.caFile', n.caFile) } : {}));
   const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log, { fetch, checkUrl: (u) => ctx.outbound.check(u) });
   const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, fetch, ...opts });
   const services = { subscriptions, worker };

@@ -6,13 +6,15 @@
  * Retry-After). A package left in PROCESSING by a crash is onboarded again at start-up once (the
  * attempts are counted in `onboard_attempts`), then marked ERROR: an upload is not lost, and a
  * package cannot crash-loop the VNFM. A broken package ends in onboardingState ERROR with a clear
- * message.
+ * message. A package belongs to the project that created it (null: shared by every project); reads
+ * take a {@link ProjectScope}, another project's package being answered as unknown.
  */
 import { createHash, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { defaultConfig, type VnfmConfig } from '../config.ts';
 import { vnfmError } from '../errors.ts';
+import { ALL_PROJECTS, type ProjectScope, inScope } from '../model/project-scope.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import { readCsar } from './csar-reader.ts';
@@ -45,6 +47,8 @@ export interface PackageRecord {
   vnfd: VnfPackageModel | null;
   onboardingError: string | null;
   createdAt: Date;
+  /** The owning project; null: shared by every project. */
+  project: string | null;
 }
 
 const COLS = [
@@ -62,6 +66,7 @@ const COLS = [
   'vnfd',
   'onboarding_error',
   'created_at',
+  'project',
 ] as const;
 
 /** A `vnf_package` row (content excluded) as a {@link PackageRecord}. */
@@ -81,6 +86,7 @@ export function packageFromRow(r: Record<string, unknown>): PackageRecord {
     vnfd: r.vnfd as VnfPackageModel | null,
     onboardingError: r.onboarding_error as string | null,
     createdAt: new Date(r.created_at as string),
+    project: (r.project ?? null) as string | null,
   };
 }
 
@@ -134,20 +140,20 @@ export class PackageService {
     return new Promise((resolve) => this.waiting.push(resolve));
   }
 
-  /** Creates an empty package resource (onboardingState CREATED). */
-  async create(userDefinedData: Record<string, unknown> = {}): Promise<PackageRecord> {
+  /** Creates an empty package resource (onboardingState CREATED) of `project` (null: shared). */
+  async create(userDefinedData: Record<string, unknown> = {}, project: string | null = null): Promise<PackageRecord> {
     const id = randomUUID();
     await this.db
       .insertInto('vnf_package')
-      .values({ id, onboarding_state: 'CREATED', operational_state: 'DISABLED', usage_state: 'NOT_IN_USE', checksum: json(null), user_defined_data: json(userDefinedData), vnfd: json(null) })
+      .values({ id, onboarding_state: 'CREATED', operational_state: 'DISABLED', usage_state: 'NOT_IN_USE', checksum: json(null), user_defined_data: json(userDefinedData), vnfd: json(null), project })
       .execute();
     return this.get(id);
   }
 
-  /** Finds a package or throws 404. */
-  async get(id: string): Promise<PackageRecord> {
+  /** Finds a package visible in `scope` or throws 404 (another project's package: the same 404). */
+  async get(id: string, scope: ProjectScope = ALL_PROJECTS): Promise<PackageRecord> {
     const r = await this.db.selectFrom('vnf_package').select(COLS).where('id', '=', id).executeTakeFirst();
-    if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `VNF package ${id} not found`);
+    if (!r || !inScope(scope, r.project)) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `VNF package ${id} not found`);
     return packageFromRow(r);
   }
 
@@ -157,10 +163,10 @@ export class PackageService {
     return rows.map(packageFromRow);
   }
 
-  /** The onboarded package that carries a VNFD id, or 404. */
-  async getOnboardedByVnfdId(vnfdId: string): Promise<PackageRecord> {
+  /** The onboarded package that carries a VNFD id (visible in `scope`), or 404. */
+  async getOnboardedByVnfdId(vnfdId: string, scope: ProjectScope = ALL_PROJECTS): Promise<PackageRecord> {
     const r = await this.db.selectFrom('vnf_package').select(COLS).where('vnfd_id', '=', vnfdId).where('onboarding_state', '=', 'ONBOARDED').executeTakeFirst();
-    if (!r) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `no onboarded VNF package with vnfdId ${vnfdId}`);
+    if (!r || !inScope(scope, r.project)) throw vnfmError('VNFM_ERR_PKG_NOT_FOUND', `no onboarded VNF package with vnfdId ${vnfdId}`);
     return packageFromRow(r);
   }
 
@@ -272,8 +278,13 @@ export class PackageService {
         timeoutMs: l.onboardTimeoutMs,
       }, this.stopping.signal);
       await this.db.transaction().execute(async (tx) => {
-        const clash = await tx.selectFrom('vnf_package').select('id').where('vnfd_id', '=', model.vnfdId).where('onboarding_state', '=', 'ONBOARDED').where('id', '!=', id).executeTakeFirst();
-        if (clash) throw new PackageError(`a package with vnfdId ${model.vnfdId} is already onboarded (${clash.id})`);
+        const clash = await tx.selectFrom('vnf_package').select(['id', 'project']).where('vnfd_id', '=', model.vnfdId).where('onboarding_state', '=', 'ONBOARDED').where('id', '!=', id).executeTakeFirst();
+        if (clash) {
+          // vnfdIds are unique across projects (as in Tacker); another project's package id is not named
+          const own = await tx.selectFrom('vnf_package').select('project').where('id', '=', id).executeTakeFirst();
+          const visible = clash.project === null || clash.project === (own?.project ?? null);
+          throw new PackageError(`a package with vnfdId ${model.vnfdId} is already onboarded${visible ? ` (${clash.id})` : ''}`);
+        }
         await tx
           .updateTable('vnf_package')
           .set({

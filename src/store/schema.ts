@@ -26,6 +26,8 @@ export interface VnfPackageTable {
   onboarding_error: string | null;
   content: Uint8Array | null;
   created_at: CreatedTs;
+  /** The owning project; null: shared by every project. */
+  project: Generated<string | null>;
 }
 
 export interface VimTable {
@@ -39,6 +41,8 @@ export interface VimTable {
   status: string;
   created_at: CreatedTs;
   updated_at: CreatedTs;
+  /** The owning project; null: shared by every project. */
+  project: Generated<string | null>;
 }
 
 export interface VnfInstanceTable {
@@ -183,4 +187,11 @@ export interface Database {
   server_notifier: ServerNotifierTable;
   oauth_client: OauthClientTable;
   oauth_token: OauthTokenTable;
+  auth_revocation: AuthRevocationTable;
+}
+
+/** One row (id 1): grows when an OAuth 2.0 client is deleted, so every process drops its cached tokens. */
+export interface AuthRevocationTable {
+  id: number;
+  generation: ColumnType<string | number, number | undefined, number | string>;
 }

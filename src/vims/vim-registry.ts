@@ -4,8 +4,9 @@
  * `vimConnectionInfo` are completed from here, so an NFVO need not send passwords with every call.
  */
 import { randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import { vnfmError } from '../errors.ts';
+import { ALL_PROJECTS, type ProjectScope, inScope, scopeWhere } from '../model/project-scope.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
@@ -51,6 +52,8 @@ export interface VimRecord {
   };
   secret: { password?: string; bearerToken?: string };
   status: string;
+  /** The owning project; null: shared by every project. */
+  project: string | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -76,6 +79,8 @@ export class VimRegistry {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly box: SecretBox,
+    /** 'shared': every VIM is registered without a project (`auth.tenancy.vims`). */
+    private readonly tenancy: 'project' | 'shared' = 'project',
   ) {}
 
   private toRecord(r: Database['vim'] extends infer T ? { [K in keyof T]: unknown } : never): VimRecord {
@@ -88,12 +93,13 @@ export class VimRegistry {
       config: r.config as VimRecord['config'],
       secret: this.box.open(r.secret as string),
       status: r.status as string,
+      project: (r.project ?? null) as string | null,
       createdAt: new Date(r.created_at as string),
       updatedAt: new Date(r.updated_at as string),
     };
   }
 
-  private build(input: VimInput, prev?: VimRecord): Omit<VimRecord, 'id' | 'createdAt' | 'updatedAt' | 'status'> {
+  private build(input: VimInput, prev?: VimRecord): Omit<VimRecord, 'id' | 'createdAt' | 'updatedAt' | 'status' | 'project'> {
     const type = (input.type ?? prev?.type ?? 'openstack') as string;
     if (type !== 'openstack' && type !== 'kubernetes') throw vnfmError('VNFM_ERR_VIM_INVALID', `VIM type '${type}' is not supported; use openstack or kubernetes`);
     const name = input.name ?? prev?.name;
@@ -137,17 +143,26 @@ export class VimRegistry {
     return { name, type, description: input.description ?? prev?.description ?? '', isDefault: input.is_default ?? prev?.isDefault ?? false, config, secret };
   }
 
-  /** Registers a VIM; `is_default` moves the default flag of that type to it. */
-  async register(input: VimInput): Promise<VimRecord> {
+  /** The project a VIM registered for `project` belongs to (null with tenancy `shared`). */
+  ownerFor(project: string | null): string | null {
+    return this.tenancy === 'shared' ? null : project;
+  }
+
+  /**
+   * Registers a VIM for `project` (null: shared; always null with tenancy `shared`); `is_default`
+   * moves the default flag of that type within the project to it.
+   */
+  async register(input: VimInput, project: string | null = null): Promise<VimRecord> {
     const v = this.build(input);
     const id = randomUUID();
+    const owner = this.ownerFor(project);
     await this.db.transaction().execute(async (tx) => {
-      const dup = await tx.selectFrom('vim').select('id').where('name', '=', v.name).executeTakeFirst();
+      const dup = await tx.selectFrom('vim').select('id').where('name', '=', v.name).where(sameProject(owner)).executeTakeFirst();
       if (dup) throw vnfmError('VNFM_ERR_VIM_CONFLICT', `a VIM named '${v.name}' already exists`);
-      if (v.isDefault) await tx.updateTable('vim').set({ is_default: false }).where('type', '=', v.type).execute();
+      if (v.isDefault) await tx.updateTable('vim').set({ is_default: false }).where('type', '=', v.type).where(sameProject(owner)).execute();
       await tx
         .insertInto('vim')
-        .values({ id, name: v.name, type: v.type, description: v.description, is_default: v.isDefault, config: json(v.config), secret: this.box.seal(v.secret), status: 'REACHABLE' })
+        .values({ id, name: v.name, type: v.type, description: v.description, is_default: v.isDefault, config: json(v.config), secret: this.box.seal(v.secret), status: 'REACHABLE', project: owner })
         .execute();
     });
     return this.get(id);
@@ -160,10 +175,10 @@ export class VimRegistry {
     const v = this.build(input, prev);
     await this.db.transaction().execute(async (tx) => {
       if (v.name !== prev.name) {
-        const dup = await tx.selectFrom('vim').select('id').where('name', '=', v.name).executeTakeFirst();
+        const dup = await tx.selectFrom('vim').select('id').where('name', '=', v.name).where(sameProject(prev.project)).executeTakeFirst();
         if (dup) throw vnfmError('VNFM_ERR_VIM_CONFLICT', `a VIM named '${v.name}' already exists`);
       }
-      if (v.isDefault && !prev.isDefault) await tx.updateTable('vim').set({ is_default: false }).where('type', '=', v.type).execute();
+      if (v.isDefault && !prev.isDefault) await tx.updateTable('vim').set({ is_default: false }).where('type', '=', v.type).where(sameProject(prev.project)).execute();
       await tx
         .updateTable('vim')
         .set({ name: v.name, description: v.description, is_default: v.isDefault, config: json(v.config), secret: this.box.seal(v.secret), updated_at: new Date() })
@@ -173,16 +188,18 @@ export class VimRegistry {
     return this.get(id);
   }
 
-  /** Finds a VIM or throws 404. */
-  async get(id: string): Promise<VimRecord> {
+  /** Finds a VIM visible in `scope` or throws 404 (another project's VIM: the same 404). */
+  async get(id: string, scope: ProjectScope = ALL_PROJECTS): Promise<VimRecord> {
     const r = await this.db.selectFrom('vim').selectAll().where('id', '=', id).executeTakeFirst();
-    if (!r) throw vnfmError('VNFM_ERR_VIM_NOT_FOUND', `VIM ${id} not found`);
+    if (!r || !inScope(scope, r.project)) throw vnfmError('VNFM_ERR_VIM_NOT_FOUND', `VIM ${id} not found`);
     return this.toRecord(r as never);
   }
 
-  /** All VIMs, oldest first. */
-  async list(): Promise<VimRecord[]> {
-    const rows = await this.db.selectFrom('vim').selectAll().orderBy('created_at').orderBy('id').execute();
+  /** The VIMs visible in `scope`, oldest first. */
+  async list(scope: ProjectScope = ALL_PROJECTS): Promise<VimRecord[]> {
+    let q = this.db.selectFrom('vim').selectAll();
+    for (const w of scopeWhere(scope)) q = q.where(w);
+    const rows = await q.orderBy('created_at').orderBy('id').execute();
     return rows.map((r) => this.toRecord(r as never));
   }
 
@@ -202,9 +219,16 @@ export class VimRegistry {
     await this.db.deleteFrom('vim').where('id', '=', id).execute();
   }
 
-  /** The default VIM of a type, if any. */
-  async getDefault(type: VimKind): Promise<VimRecord | undefined> {
-    const r = await this.db.selectFrom('vim').selectAll().where('type', '=', type).where('is_default', '=', true).executeTakeFirst();
+  /** The default VIM of a type for `project`: the project's own default, else the shared one. */
+  async getDefault(type: VimKind, project: string | null = null): Promise<VimRecord | undefined> {
+    const rows = await this.db
+      .selectFrom('vim')
+      .selectAll()
+      .where('type', '=', type)
+      .where('is_default', '=', true)
+      .where((eb) => (project === null ? eb('project', 'is', null) : eb.or([eb('project', 'is', null), eb('project', '=', project)])))
+      .execute();
+    const r = rows.find((x) => x.project !== null) ?? rows[0];
     return r ? this.toRecord(r as never) : undefined;
   }
 
@@ -236,10 +260,11 @@ export class VimRegistry {
   }
 
   /**
-   * Completes a vimConnectionInfo entry: one naming only a registered `vimId` is filled from the
-   * registry; one carrying its own interface/access info is used as given.
+   * Completes a vimConnectionInfo entry: one naming only a registered `vimId` (visible in
+   * `scope`: another project's VIM is answered as not registered) is filled from the registry;
+   * one carrying its own interface/access info is used as given.
    */
-  async complete(entry: Partial<VimConnection>): Promise<VimConnection> {
+  async complete(entry: Partial<VimConnection>, scope: ProjectScope = ALL_PROJECTS): Promise<VimConnection> {
     const hasOwn = entry.interfaceInfo && Object.keys(entry.interfaceInfo).length > 0 && entry.accessInfo && Object.keys(entry.accessInfo).length > 0;
     if (hasOwn) {
       if (!entry.vimType) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs vimType');
@@ -247,11 +272,16 @@ export class VimRegistry {
     }
     if (!entry.vimId) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs a vimId of a registered VIM, or interfaceInfo and accessInfo');
     const r = await this.db.selectFrom('vim').selectAll().where('id', '=', entry.vimId).executeTakeFirst();
-    if (!r) throw vnfmError('VNFM_ERR_INST_INVALID', `vimConnectionInfo names VIM ${entry.vimId}, which is not registered`);
+    if (!r || !inScope(scope, r.project)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimConnectionInfo names VIM ${entry.vimId}, which is not registered`);
     const conn = this.toConnection(this.toRecord(r as never));
     if (entry.vimType && normalizeVimType(entry.vimType) !== conn.vimType) throw vnfmError('VNFM_ERR_INST_INVALID', `VIM ${entry.vimId} is of type ${conn.vimType}, not ${entry.vimType}`);
     return { ...conn, extra: { ...(conn.extra ?? {}), ...(entry.extra ?? {}) } };
   }
+}
+
+/** Rows of the same project as `project` (null: the shared rows). */
+function sameProject(project: string | null) {
+  return (eb: ExpressionBuilder<Database, 'vim'>) => (project === null ? eb('project', 'is', null) : eb('project', '=', project));
 }
 
 /** Accepts the legacy names Tacker accepts and returns the SOL vimType. */

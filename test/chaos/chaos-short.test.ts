@@ -1,5 +1,5 @@
 /**
- * The chaos harness (bench/chaos/harness.ts) in short: about a minute of heals, scales and server
+ * The chaos harness (bench/chaos/harness.ts) in short: about 45 s of heals, scales and server
  * faults while VNFM processes are killed with SIGKILL and restarted, the simulated VIMs fail and
  * slow down and the notification subscriber goes away; then every invariant must hold (ops final,
  * each op executed once at the VIM, one heal per fault batch, notifications all delivered in
@@ -23,7 +23,7 @@ function check(r: ChaosReport): void {
   assert.ok(r.notificationsDelivered > 0, table);
 }
 
-const common = { durationMs: 75_000, killEveryMs: [8_000, 15_000] as [number, number], downMs: [500, 2_000] as [number, number], subscriberOutageMs: 15_000, quiesceMs: 180_000, vmInstances: 2, cnfInstances: 1, keepLogs: false, log: () => {} };
+const common = { durationMs: 45_000, killEveryMs: [5_000, 10_000] as [number, number], downMs: [500, 2_000] as [number, number], subscriberOutageMs: 15_000, quiesceMs: 180_000, vmInstances: 2, cnfInstances: 1, keepLogs: false, log: () => {} };
 
 describe('chaos harness, short run', { concurrency: 1 }, () => {
   it('PostgreSQL, 2 replicas: no invariant violated', { skip: pg.skip, timeout: 900_000 }, async () => {

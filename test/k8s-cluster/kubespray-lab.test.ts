@@ -101,6 +101,7 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
     sprayRoot = join(work, 'kubespray');
     cpSync(FIXTURE, sprayRoot, { recursive: true });
     mkdirSync(join(sprayRoot, 'fail-switch'));
+    mkdirSync(join(sprayRoot, 'unreachable-switch'));
     mkdirSync(join(work, 'inventories'));
     chmodSync(join(work, 'inventories'), 0o1777);
     execFileSync('chmod', ['-R', 'a+rX', sprayRoot]);
@@ -251,22 +252,69 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
       assert.ok(!(await nodePortBackend()).includes(removed[0] as string), 'no LB backend for the removed worker');
     });
 
-    it('a failing play: FAILED_TEMP naming the host and the task; retry after the cause is gone completes', async () => {
+    /** Retries a FAILED_TEMP op; it must complete. */
+    const retryToCompleted = async (opId: string) => {
+      const r = await call('POST', `/vnflcm/v2/vnf_lcm_op_occs/${opId}/retry`);
+      assert.equal(r.status, 202, JSON.stringify(r.body));
+      await settle();
+      const done = (await call('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`)).body;
+      assert.equal(done.operationState, 'COMPLETED', JSON.stringify(done.error));
+    };
+    /** Heals a worker with the fixture switch `<kind>/scale@<worker>` set: FAILED_TEMP (checked by `check`); then, the switch gone, retry -> COMPLETED. */
+    const healThroughSwitch = async (kind: 'fail-switch' | 'unreachable-switch', check: (detail: string, node: string) => void) => {
       const inst = await instance(id);
       const worker = inst.instantiatedVnfInfo.vnfcInfo.find((v: Json) => v.vduId === 'workerNode');
       const name = Object.entries(await clusterNodes(id)).find(([, n]) => n.vnfcInfoId === worker.id)?.[0] as string;
-      const sw = join(sprayRoot, 'fail-switch', `scale@${name}`);
+      const sw = join(sprayRoot, kind, `scale@${name}`);
       writeFileSync(sw, '');
       const occ = await lcm(`/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [worker.id] });
       assert.equal(occ.operationState, 'FAILED_TEMP');
-      assert.match(occ.error.detail, new RegExp(name));
-      assert.match(occ.error.detail, /failure switch \(scale\)/);
+      check(occ.error.detail, name);
       rmSync(sw);
-      const r = await call('POST', `/vnflcm/v2/vnf_lcm_op_occs/${occ.id}/retry`);
-      assert.equal(r.status, 202, JSON.stringify(r.body));
-      await settle();
-      const done = (await call('GET', `/vnflcm/v2/vnf_lcm_op_occs/${occ.id}`)).body;
-      assert.equal(done.operationState, 'COMPLETED', JSON.stringify(done.error));
+      await retryToCompleted(occ.id);
+      await allReadyViaVim(id, 3);
+    };
+
+    it('a failing play: FAILED_TEMP naming the host and the task; retry after the cause is gone completes', async () => {
+      await healThroughSwitch('fail-switch', (detail, name) => {
+        assert.match(detail, new RegExp(name));
+        assert.match(detail, /failure switch \(scale\)/);
+      });
+    });
+
+    it('a play that leaves a host unreachable: FAILED_TEMP naming the host; retry once it answers completes', async () => {
+      await healThroughSwitch('unreachable-switch', (detail, name) => {
+        // 4 when a play only has unreachable hosts; 2 here, as with Kubespray's own plays (any_errors_fatal)
+        assert.match(detail, /exit code [24] /);
+        assert.match(detail, new RegExp(`unreachable hosts: ${name}`));
+        assert.match(detail, /fixture reachability check \(scale\)/);
+      });
+    });
+
+    it('the Ansible server unreachable: FAILED_TEMP naming it before anything changed; retry once it answers completes', async () => {
+      const url = (vnfm.ctx as { simCloud?: { openstackUrl: string } }).simCloud?.openstackUrl;
+      const st = (await (await fetch(`${url}/_sim/state`, { headers: { 'x-sim-admin-secret': 'sim-admin-secret' } })).json()) as Json;
+      const ansibleServer = (st.servers as Json[]).find((x) => x.name === 'hvlab-ansible')?.id as string;
+      assert.ok(ansibleServer, 'the Ansible server is a server of the simulated cloud');
+      const inst = await instance(id);
+      const worker = inst.instantiatedVnfInfo.vnfcInfo.find((v: Json) => v.vduId === 'workerNode');
+      const server = serverOf(inst, worker.id);
+      const runsBefore = (await ssh(ansibleIp, `ls ${inventory}/.healvnfm/runs | wc -l`)).stdout.trim();
+      await simAdmin(`/_sim/servers/${ansibleServer}/fail`);
+      let opId = '';
+      try {
+        const occ = await lcm(`/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [worker.id] });
+        opId = occ.id;
+        assert.equal(occ.operationState, 'FAILED_TEMP');
+        assert.equal(occ.error.status, 503, JSON.stringify(occ.error));
+        assert.match(occ.error.detail, new RegExp(`Ansible server ${ansibleIp.replaceAll('.', '\\.')}`));
+        assert.equal(serverOf(await instance(id), worker.id), server, 'the worker was not touched');
+      } finally {
+        await simAdmin(`/_sim/servers/${ansibleServer}/recover`);
+      }
+      await retryToCompleted(opId);
+      assert.notEqual(serverOf(await instance(id), worker.id), server, 'the retried heal replaced the worker');
+      assert.ok(Number((await ssh(ansibleIp, `ls ${inventory}/.healvnfm/runs | wc -l`)).stdout.trim()) > Number(runsBefore), 'the retry ran the plays');
       await allReadyViaVim(id, 3);
     });
 

@@ -40,6 +40,11 @@ export class ExpiringCache<V> {
     for (const [k, e] of this.map) if (pred(e.value)) this.map.delete(k);
   }
 
+  /** Drops every entry. */
+  clear(): void {
+    this.map.clear();
+  }
+
   get size(): number {
     return this.map.size;
   }

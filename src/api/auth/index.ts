@@ -29,10 +29,25 @@ import { ANONYMOUS, type Principal, rolesUpTo } from './principal.ts';
 import { resourceTenantCheck } from './tenant.ts';
 
 export type { Principal } from './principal.ts';
-export { projectOf, seesAllProjects, tenantWhere } from './tenant.ts';
+export { ALL_PROJECTS, type ProjectScope, inScope, ownerProject, projectOf, requestScope, scopeOf, scopeWhere, seesAllProjects, tenantWhere } from './tenant.ts';
 
 /** Every route registered on an app (method and pattern), in registration order. */
 const ROUTES = new WeakMap<FastifyInstance, { method: string; url: string }[]>();
+
+/** The verdict on a probe's credential: accepted, refused (401) or not checkable now (503). */
+export type ProbeVerdict = { ok: true } | { ok: false; status: 401 | 503 };
+/** Checks the credential headers of a probe (any authenticated caller passes) with the app's enabled modes. */
+export type ProbeCredentialCheck = (headers: Record<string, string | undefined>) => Promise<ProbeVerdict>;
+const PROBE_CHECKS = new WeakMap<FastifyInstance, ProbeCredentialCheck>();
+
+/**
+ * The credential check of an app built by buildApp, for the liveness port (`health.public` false):
+ * the same modes as the API (static tokens, Keystone, OAuth 2.0 built-in or introspection), over a
+ * connection without a client certificate (certificate-bound tokens and mTLS principals are refused).
+ */
+export function probeCredentialCheck(app: FastifyInstance): ProbeCredentialCheck | undefined {
+  return PROBE_CHECKS.get(app);
+}
 
 /** The routes registered on an app built by buildApp (the route-table tests walk them all). */
 export function registeredRoutes(app: FastifyInstance): readonly { method: string; url: string }[] {
@@ -88,7 +103,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     for (const m of Array.isArray(r.method) ? r.method : [r.method]) routes.push({ method: m, url: r.url });
   });
 
-  const policy = new Policy(config.faultNotification.prefix, config.auth.policyFile ? loadPolicyOverrides(config.auth.policyFile) : new Map());
+  const policy = new Policy(config.faultNotification.prefix, config.auth.policyFile ? loadPolicyOverrides(config.auth.policyFile) : new Map(), config.auth.tenancy);
   const verify = () => {
     const unknown = policy.unknownKeys(routes);
     if (unknown.length > 0) throw new Error(`auth.policyFile names routes that do not exist: ${unknown.join(', ')}`);
@@ -103,7 +118,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
   const keystone = modes.has('keystone') ? new KeystoneValidator(config.auth.keystone) : undefined;
   const oauth = modes.has('oauth2') ? new OAuthService(ctx.store.db, config.auth.oauth2) : undefined;
   const mtlsClients = config.auth.mtls.clients.map((c) => ({ ...c, fingerprint256: c.fingerprint256?.replace(/:/g, '').toLowerCase() }));
-  const tenantCheck = resourceTenantCheck(ctx.store.db, config.faultNotification.prefix);
+  const tenantCheck = resourceTenantCheck(ctx.store.db, config.faultNotification.prefix, config.auth.tenancy);
   const faultPrefix = config.faultNotification.prefix;
 
   const checkCnf = (cnf: string | null, cert: PeerCert | undefined) => {
@@ -199,6 +214,16 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
       throw vnfmError('VNFM_ERR_API_FORBIDDEN', `role ${need} is required for ${req.method} ${url}; ${principal.name} has ${has ? `role ${has}` : 'no VNFM role'}`);
     }
     await tenantCheck(req);
+  });
+
+  PROBE_CHECKS.set(app, async (headers) => {
+    try {
+      const cred = presentedCredential({ 'x-auth-token': headers['x-auth-token'], authorization: headers.authorization }, config.auth.maxCredentialBytes);
+      if (cred.kind !== 'token') return { ok: false, status: 401 };
+      return (await tokenPrincipal(cred.token, undefined)) ? { ok: true } : { ok: false, status: 401 };
+    } catch (e) {
+      return { ok: false, status: (e as { httpStatus?: number }).httpStatus === 503 ? 503 : 401 };
+    }
   });
 
   if (oauth) await oauthRoutes(app, oauth, ctx);

@@ -13,6 +13,12 @@
  * External authorization server: tokens the built-in server did not issue are checked by RFC 7662
  * introspection when `auth.oauth2.introspection.endpoint` is set (active answers cached until the
  * token expires, at most `cacheTtlMs`).
+ *
+ * Revocation across processes: deleting a client bumps `auth_revocation.generation` in the same
+ * transaction. A token is cached with the generation read before its row; a process re-reads the
+ * generation at most every `revocationCheckMs` (1 s) before it trusts a cached token, and a token
+ * cached under an older generation is read again. A deleted client's tokens therefore stop working
+ * everywhere within that interval, not when the cache entries expire (a minute).
  */
 import { createHash, randomBytes, randomUUID, scrypt as scryptCb, timingSafeEqual } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -75,6 +81,8 @@ interface CachedToken {
   principal: Principal;
   clientId: string;
   cnf: string | null;
+  /** The revocation generation read before the token's row: the entry is stale once it moved. */
+  generation: string;
 }
 
 type OAuthSettings = AuthConfig['oauth2'];
@@ -85,6 +93,9 @@ export class OAuthService {
   private readonly introspected = new ExpiringCache<{ principal: Principal; cnf: string | null } | null>(10_000);
   /** A client's dummy hash, compared against when the client id is unknown (same timing). */
   private dummyHash: Promise<string> | undefined;
+  /** The revocation generation the token cache was filled under, and when it was last read. */
+  private generation: string | undefined;
+  private generationReadAt = Number.NEGATIVE_INFINITY;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -113,10 +124,18 @@ export class OAuthService {
     return clientFromRow(row);
   }
 
-  /** Deletes a client and every token it holds (tokens cached by other processes live at most a minute more). */
+  /**
+   * Deletes a client and every token it holds. The revocation generation grows in the same
+   * transaction: other processes drop their cached tokens at their next check (`revocationCheckMs`).
+   */
   async delete(id: string): Promise<void> {
-    const r = await this.db.deleteFrom('oauth_client').where('id', '=', id).executeTakeFirst();
-    if (Number(r.numDeletedRows) === 0) throw vnfmError('VNFM_ERR_API_NOT_FOUND', `OAuth client ${id} not found`);
+    const deleted = await this.db.transaction().execute(async (tx) => {
+      const r = await tx.deleteFrom('oauth_client').where('id', '=', id).executeTakeFirst();
+      if (Number(r.numDeletedRows) === 0) return false;
+      await tx.updateTable('auth_revocation').set((eb) => ({ generation: eb('generation', '+', 1) })).where('id', '=', 1).execute();
+      return true;
+    });
+    if (!deleted) throw vnfmError('VNFM_ERR_API_NOT_FOUND', `OAuth client ${id} not found`);
     this.tokens.deleteWhere((t) => t?.clientId === id);
   }
 
@@ -152,7 +171,13 @@ export class OAuthService {
   async verify(token: string, cert: string | undefined): Promise<{ principal: Principal; cnf: string | null } | null> {
     const key = credentialHash(token);
     let hit = this.tokens.get(key);
+    if (hit) {
+      // a cached token is trusted only while no client was deleted since it was read
+      if ((await this.generationNow(false)) !== hit.generation) hit = undefined;
+    }
     if (hit === undefined) {
+      // read before the token: a deletion committed after this read moves the generation past it
+      const generation = await this.generationNow(true);
       const row = await this.db
         .selectFrom('oauth_token as t')
         .innerJoin('oauth_client as c', 'c.id', 't.client_id')
@@ -167,12 +192,29 @@ export class OAuthService {
       hit = {
         clientId: row.client_id,
         cnf: row.cnf_x5t,
+        generation,
         principal: { id: row.client_id, name: row.name, ...(row.project ? { project: row.project } : {}), roles: rolesUpTo(row.role as ApiRole), via: 'oauth2' },
       };
       this.tokens.set(key, hit, Math.min(exp, Date.now() + 60_000));
     }
     if (hit === null) return null;
     return { principal: hit.principal, cnf: hit.cnf };
+  }
+
+  /**
+   * The revocation generation (grows whenever any process on this database deletes a client):
+   * read from the database when `fresh`, else at most every `revocationCheckMs`. Cached tokens
+   * read under another generation are dropped when it moves.
+   */
+  private async generationNow(fresh: boolean): Promise<string> {
+    const now = Date.now();
+    if (!fresh && this.generation !== undefined && now - this.generationReadAt < this.s.revocationCheckMs) return this.generation;
+    const row = await this.db.selectFrom('auth_revocation').select('generation').where('id', '=', 1).executeTakeFirst();
+    const g = String(row?.generation ?? '0');
+    if (this.generation !== undefined && g !== this.generation) this.tokens.deleteWhere((t) => t !== null && t.generation !== g);
+    this.generation = g;
+    this.generationReadAt = now;
+    return g;
   }
 
   /** True when an external authorization server is configured. */

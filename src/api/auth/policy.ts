@@ -4,7 +4,8 @@
  * - reads (GET/HEAD): reader; OAuth client management: admin even to read;
  * - LCM mutations (instances, operations, op occ tasks, subscriptions, auto-heal releases,
  *   notification redelivery) and the fault intake: operator;
- * - VIMs, VNF packages: admin to write; OAuth clients and Server Notifier registrations: admin, reads too;
+ * - VIMs, VNF packages: operator to write when they belong to projects (`auth.tenancy.*`
+ *   `project`, the default: a project manages its own), admin when they are `shared`; OAuth clients and Server Notifier registrations: admin, reads too;
  * - `POST /token`: open (the client authenticates itself there); the dashboard's static files
  *   (`/ui`), its login configuration and its Keystone login forwarder: open (src/api/ui.ts); `/metrics`, `/docs` and the
  *   probes follow their own settings (auth.metrics, auth.docs, health.public).
@@ -26,13 +27,14 @@ export const OAUTH_CLIENTS_PATH = '/vnfm/v1/oauth2/clients';
 export const SERVER_NOTIFIERS_PATH = '/vnfm/v1/server-notifiers';
 
 /** The default requirement of a route (`url`: the route pattern, e.g. `/vnflcm/v2/vnf_instances/:id`). */
-export function defaultRequirement(method: string, url: string, faultPrefix: string): Requirement {
+export function defaultRequirement(method: string, url: string, faultPrefix: string, tenancy: { packages: 'project' | 'shared'; vims: 'project' | 'shared' } = { packages: 'project', vims: 'project' }): Requirement {
   if (url === TOKEN_PATH) return 'open';
   if (url === '/ui' || url.startsWith('/ui/') || url === '/vnfm/v1/ui/config' || url === '/vnfm/v1/ui/keystone-tokens') return 'open';
   if (url.startsWith(OAUTH_CLIENTS_PATH) || url.startsWith(SERVER_NOTIFIERS_PATH)) return 'admin';
   const read = method === 'GET' || method === 'HEAD';
   if (read) return 'reader';
-  if (url.startsWith('/v1.0/vims') || url.startsWith('/vnfpkgm/')) return 'admin';
+  if (url.startsWith('/v1.0/vims')) return tenancy.vims === 'project' ? 'operator' : 'admin';
+  if (url.startsWith('/vnfpkgm/')) return tenancy.packages === 'project' ? 'operator' : 'admin';
   if (url === faultPrefix || url.startsWith(`${faultPrefix}/`)) return 'operator';
   return 'operator';
 }
@@ -42,10 +44,11 @@ export class Policy {
   constructor(
     private readonly faultPrefix: string,
     readonly overrides: ReadonlyMap<string, Requirement> = new Map(),
+    private readonly tenancy: { packages: 'project' | 'shared'; vims: 'project' | 'shared' } = { packages: 'project', vims: 'project' },
   ) {}
 
   requirement(method: string, url: string): Requirement {
-    return this.overrides.get(`${method} ${url}`) ?? defaultRequirement(method, url, this.faultPrefix);
+    return this.overrides.get(`${method} ${url}`) ?? defaultRequirement(method, url, this.faultPrefix, this.tenancy);
   }
 
   /** Override keys that name no registered route (a typo would silently leave the default). */

@@ -8,6 +8,7 @@ import type { VimInput } from '../../vims/vim-registry.ts';
 import { vimToApi } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../../core/services.ts';
 import { parseLimit } from '../sol/sql-list.ts';
+import { ownerProject, requestScope } from '../auth/index.ts';
 
 const Obj = Type.Record(Type.String(), Type.Unknown());
 const VimBody = (required: boolean) =>
@@ -71,7 +72,8 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
     async (r) => {
       for (const collection of ['/vims', `/vims${FORMAT_SUFFIX}`]) {
         r.post(collection, { schema: { body: VimBody(true), tags: ['vims'] } }, async (req, reply) => {
-          const v = await ctx.vims.register((req.body as { vim: VimInput }).vim);
+          // the caller's project owns it (auth.tenancy.vims; shared: no project)
+          const v = await ctx.vims.register((req.body as { vim: VimInput }).vim, ownerProject(req.principal, ctx.config.auth.tenancy.vims));
           reply.code(201);
           return { vim: vimToApi(v) };
         });
@@ -80,11 +82,11 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
           // the uniform list `limit` rule (docs/api.md); the legacy VIM list has no paging, so
           // `limit` only caps the answer (VIMs are few; this list stays in memory)
           const limit = parseLimit(query, 0);
-          const vims = listQuery((await ctx.vims.list()).map(vimToApi), query);
+          const vims = listQuery((await ctx.vims.list(requestScope(req, ctx.config.auth.tenancy.vims))).map(vimToApi), query);
           return { vims: limit > 0 ? vims.slice(0, limit) : vims };
         });
       }
-      r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: vimToApi(await ctx.vims.get(idOf(req))) }));
+      r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: vimToApi(await ctx.vims.get(idOf(req), requestScope(req, ctx.config.auth.tenancy.vims))) }));
       r.put('/vims/:id', { schema: { params: IdParams, body: VimBody(false), tags: ['vims'] } }, async (req) => ({
         vim: vimToApi(await ctx.vims.update(idOf(req), (req.body as { vim: VimInput }).vim)),
       }));

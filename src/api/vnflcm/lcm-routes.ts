@@ -3,6 +3,7 @@
  * rollback, fail, and v1 cancel). 202 answers have an empty body and a Location header pointing at
  * the op occ, as `openstack vnflcm` expects.
  */
+import { requestScope } from '../auth/index.ts';
 import type { FastifyInstance, FastifyReply } from 'fastify';
 import { Type } from 'typebox';
 import type { LcmService } from '../../lcm/lcm-service.ts';
@@ -69,7 +70,7 @@ export function lcmRoutes(ctx: AppContext, lcm: LcmService) {
     r.post('/vnf_instances/:id/instantiate', { schema: { params: IdParams, body: InstantiateSchema(v), tags } }, async (req, reply) => {
       const b = body(req);
       const { command, vimConnectionInfo } = instantiateCommand(b, v);
-      return accepted(reply, (await lcm.instantiate(id(req), command, { ...opts(b), ...(vimConnectionInfo ? { vimConnectionInfo } : {}) })).id);
+      return accepted(reply, (await lcm.instantiate(id(req), command, { ...opts(b), vimScope: requestScope(req, ctx.config.auth.tenancy.vims), ...(vimConnectionInfo ? { vimConnectionInfo } : {}) })).id);
     });
     r.post('/vnf_instances/:id/terminate', { schema: { params: IdParams, body: TerminateSchema, tags } }, async (req, reply) => accepted(reply, (await lcm.terminate(id(req), terminateCommand(body(req)), opts(body(req)))).id));
     r.post('/vnf_instances/:id/scale', { schema: { params: IdParams, body: ScaleSchema, tags } }, async (req, reply) => {

@@ -8,7 +8,7 @@ import type { CreateInstanceInput, ModifyInstanceInput } from '../../lcm/instanc
 import { getOpOcc } from '../../lcm/op-occ-repo.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../../core/services.ts';
-import { projectOf, tenantWhere } from '../auth/index.ts';
+import { projectOf, requestScope, tenantWhere } from '../auth/index.ts';
 import { sendSqlList } from '../sol/sql-list.ts';
 import { lcmRoutes } from './lcm-routes.ts';
 import { registerSubscriptionRoutes } from './subscription-routes.ts';
@@ -54,6 +54,9 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
           ...(b.metadata !== undefined ? { metadata: b.metadata as Record<string, unknown> } : {}),
           ...(b.vimConnectionInfo !== undefined ? { vimConnectionInfo: b.vimConnectionInfo as Record<string, Partial<VimConnection>> } : {}),
           ...(projectOf(req) !== undefined ? { project: projectOf(req) } : {}),
+          // vnfdId and vimId name only packages and VIMs of the caller's project or shared ones
+          packageScope: requestScope(req, ctx.config.auth.tenancy.packages),
+          vimScope: requestScope(req, ctx.config.auth.tenancy.vims),
         };
         const inst = await ctx.instances.create(input, v);
         reply.code(201).header('location', `${ctx.config.publicUrl}/vnflcm/${v}/vnf_instances/${inst.id}`);
@@ -77,7 +80,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
         for (const k of ['vnfInstanceName', 'vnfInstanceDescription', 'vnfdId', 'vnfConfigurableProperties', 'metadata', 'extensions'] as const) if (k in b) (patch as Record<string, unknown>)[k] = b[k];
         if (v === 'v1') {
           if (b.vnfPkgId !== undefined) {
-            const pkg = await ctx.packages.get(b.vnfPkgId as string);
+            const pkg = await ctx.packages.get(b.vnfPkgId as string, requestScope(req, ctx.config.auth.tenancy.packages));
             if (!pkg.vnfdId) throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${pkg.id} is not onboarded`);
             patch.vnfdId = pkg.vnfdId;
           }
@@ -89,7 +92,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
         }
         const lcm = ctx.engine?.lcm;
         if (!lcm) throw vnfmError('VNFM_ERR_INTERNAL', 'the LCM engine is not running');
-        const op = await lcm.modifyInfo(id, patch, v);
+        const op = await lcm.modifyInfo(id, patch, v, { packages: requestScope(req, ctx.config.auth.tenancy.packages), vims: requestScope(req, ctx.config.auth.tenancy.vims) });
         reply.code(202).header('location', `${ctx.config.publicUrl}/vnflcm/${v}/vnf_lcm_op_occs/${op.id}`);
         return reply.send();
       });

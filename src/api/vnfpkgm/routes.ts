@@ -10,6 +10,7 @@ import { VnfmError, vnfmError } from '../../errors.ts';
 import { type PackageRecord, packageFromRow } from '../../packages/package-service.ts';
 import type { AppContext } from '../../core/services.ts';
 import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
+import { ownerProject, requestScope, scopeWhere } from '../auth/index.ts';
 
 /** VnfPkgInfo body. */
 export function packageToApi(p: PackageRecord, publicUrl: string): Record<string, unknown> {
@@ -105,12 +106,13 @@ export async function registerVnfpkgmRoutes(app: FastifyInstance, ctx: AppContex
     async (r) => {
       r.post('/vnf_packages', { schema: { body: Type.Optional(Type.Object({ userDefinedData: Type.Optional(Type.Record(Type.String(), Type.Unknown())) }, { additionalProperties: false })), tags: ['vnfpkgm'] } }, async (req, reply) => {
         const b = (req.body ?? {}) as { userDefinedData?: Record<string, unknown> };
-        const p = await ctx.packages.create(b.userDefinedData ?? {});
+        // the caller's project owns it (auth.tenancy.packages; shared: no project)
+        const p = await ctx.packages.create(b.userDefinedData ?? {}, ownerProject(req.principal, ctx.config.auth.tenancy.packages));
         reply.code(201).header('location', `${ctx.config.publicUrl}/vnfpkgm/v1/vnf_packages/${p.id}`);
         return packageToApi(p, ctx.config.publicUrl);
       });
       r.get('/vnf_packages', { schema: { tags: ['vnfpkgm'] } }, async (req, reply) => {
-        return sendSqlList(req, reply, ctx.store.db, packageListSpec(ctx.config.publicUrl), { defaultExcluded: ['softwareImages', 'additionalArtifacts', 'userDefinedData', 'checksum', 'onboardingFailureDetails'], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnfpkgm/v1/vnf_packages`, knownAttributes: PKG_ATTRS });
+        return sendSqlList(req, reply, ctx.store.db, { ...packageListSpec(ctx.config.publicUrl), where: scopeWhere(requestScope(req, ctx.config.auth.tenancy.packages)) }, { defaultExcluded: ['softwareImages', 'additionalArtifacts', 'userDefinedData', 'checksum', 'onboardingFailureDetails'], pageSize: ctx.config.pageSize, baseUrl: `${ctx.config.publicUrl}/vnfpkgm/v1/vnf_packages`, knownAttributes: PKG_ATTRS });
       });
       r.get('/vnf_packages/:id', { schema: { params: IdParams, tags: ['vnfpkgm'] } }, async (req) => packageToApi(await ctx.packages.get((req.params as { id: string }).id), ctx.config.publicUrl));
       r.patch(

@@ -6,6 +6,7 @@
 import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { vnfmError } from '../../errors.ts';
+import { ALL_PROJECTS, type ProjectScope, scopeWhere } from '../../model/project-scope.ts';
 import type { OpOccRecord } from '../../model/op-occ.ts';
 import { mergePatch } from '../../packages/package-service.ts';
 import { json } from '../../store/db.ts';
@@ -24,9 +25,9 @@ export interface ModifyInfoDeps {
 }
 
 /** VnfInfoModificationRequest (v1 arrays already converted to the map form by the API). */
-export async function modifyInfo(d: ModifyInfoDeps, id: string, patch: ModifyInstanceInput, apiVersion: 'v1' | 'v2'): Promise<OpOccRecord> {
+export async function modifyInfo(d: ModifyInfoDeps, id: string, patch: ModifyInstanceInput, apiVersion: 'v1' | 'v2', scopes: { packages?: ProjectScope; vims?: ProjectScope } = {}): Promise<OpOccRecord> {
   const given = Object.fromEntries(Object.entries(patch.vimConnectionInfo ?? {}).filter((e): e is [string, Partial<VimConnection>] => e[1] !== null));
-  const newConns = Object.keys(given).length ? await d.instances.completeConnections(given) : {};
+  const newConns = Object.keys(given).length ? await d.instances.completeConnections(given, scopes.vims) : {};
   let opId = '';
   await d.db.transaction().execute(async (tx) => {
     const inst = await d.instances.get(id, tx);
@@ -60,7 +61,10 @@ export async function modifyInfo(d: ModifyInfoDeps, id: string, patch: ModifyIns
     }
     if (patch.vnfdId !== undefined && patch.vnfdId !== inst.vnfdId) {
       if (inst.instantiationState !== 'NOT_INSTANTIATED') throw vnfmError('VNFM_ERR_INST_STATE', `vnfdId of VnfInstance ${id} can only change while NOT_INSTANTIATED.`);
-      const pkg = await tx.selectFrom('vnf_package').selectAll().where('vnfd_id', '=', patch.vnfdId).where('onboarding_state', '=', 'ONBOARDED').executeTakeFirst();
+      let q = tx.selectFrom('vnf_package').selectAll().where('vnfd_id', '=', patch.vnfdId).where('onboarding_state', '=', 'ONBOARDED');
+      // another project's package is answered as not onboarded
+      for (const w of scopeWhere(scopes.packages ?? ALL_PROJECTS)) q = q.where(w);
+      const pkg = await q.executeTakeFirst();
       if (!pkg) throw vnfmError('VNFM_ERR_VNFD_NOT_FOUND', `VNF package with vnfdId ${patch.vnfdId} is not onboarded.`);
       Object.assign(set, { vnfd_id: patch.vnfdId, vnf_pkg_id: pkg.id, vnf_provider: pkg.vnf_provider ?? '', vnf_product_name: pkg.vnf_product_name ?? '', vnf_software_version: pkg.vnf_software_version ?? '', vnfd_version: pkg.vnfd_version ?? '' });
       changed.vnfdId = patch.vnfdId;

@@ -9,9 +9,9 @@
  */
 import { type Kysely, type Migration, sql } from 'kysely';
 
-export const EVENT_LOG_MIGRATION = '205_event_log';
+export const EVENT_LOG_MIGRATION = '210_event_log';
 
-export const m205: Migration = {
+export const m210: Migration = {
   async up(db: Kysely<unknown>) {
     await sql`
       create table event_log (

@@ -169,17 +169,30 @@ describe('fault intake under API authentication', () => {
 });
 
 describe('liveness port with health.public false and no static token', () => {
-  it('refuses every probe (it cannot check Keystone or OAuth 2.0 credentials); the API port still answers an authenticated caller', async () => {
+  it('accepts a Keystone or OAuth 2.0 token (checked by the main thread, then kept by the worker); refuses none or a wrong one', async () => {
     const ks = new FakeKeystone({ username: 'svc', password: 'svc-pw' });
     const url = await ks.start();
     ks.tokens.set('tok-probe', { id: 'u', name: 'prober', roles: ['reader'] });
     const { freePort } = await import('../../helpers/app.ts');
-    const vnfm = await testVnfm({ listen: true, config: { apiAuth: 'keystone', auth: { keystone: { authUrl: url, username: 'svc', password: 'svc-pw', projectName: 'service' } }, health: { public: false, livenessPort: await freePort() } } });
+    const vnfm = await testVnfm({ listen: true, config: { apiAuth: ['keystone', 'oauth2'], auth: { keystone: { authUrl: url, username: 'svc', password: 'svc-pw', projectName: 'service' } }, health: { public: false, livenessPort: await freePort() } } });
     try {
-      assert.equal((await fetch(`${vnfm.livenessUrl}/healthz`)).status, 401);
-      assert.equal((await fetch(`${vnfm.livenessUrl}/healthz`, { headers: { 'x-auth-token': 'tok-probe' } })).status, 401);
+      const probe = (h: Record<string, string> = {}) => fetch(`${vnfm.livenessUrl}/healthz`, { headers: h });
+      assert.equal((await probe()).status, 401);
+      assert.equal((await probe({ 'x-auth-token': 'tok-forged' })).status, 401);
+      assert.equal((await probe({ authorization: 'Basic dTpw' })).status, 401);
+      const ok = await probe({ 'x-auth-token': 'tok-probe' });
+      assert.equal(ok.status, 200);
+      assert.equal(((await ok.json()) as { status: string }).status, 'ok');
+      // kept by the worker: Keystone no longer knowing the token does not matter for the probe (for 30 s)
+      ks.tokens.delete('tok-probe');
+      assert.equal((await probe({ 'x-auth-token': 'tok-probe' })).status, 200);
+      // a token of the built-in OAuth 2.0 server
+      const { OAuthService } = await import('../../../src/api/auth/oauth2.ts');
+      const c = await new OAuthService(vnfm.store.db, vnfm.ctx.config.auth.oauth2).register({ name: 'kubelet', role: 'reader' });
+      const t = await fetch(`${vnfm.url}/token`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ grant_type: 'client_credentials', client_id: c.clientId, client_secret: c.clientSecret }).toString() });
+      const token = ((await t.json()) as { access_token: string }).access_token;
+      assert.equal((await probe({ authorization: `Bearer ${token}` })).status, 200);
       assert.equal((await fetch(`${vnfm.url}/healthz`)).status, 401);
-      assert.equal((await fetch(`${vnfm.url}/healthz`, { headers: { 'x-auth-token': 'tok-probe' } })).status, 200);
     } finally {
       await vnfm.close();
       await ks.close();

@@ -1,17 +1,21 @@
 /**
  * Every registered route (read from the app's route table, so no route escapes) under every
- * authentication mode (static tokens, the built-in OAuth 2.0 server, Keystone, TLS client
- * certificates), each with: no credential, a wrong one, an expired one, the wrong role, another
+ * authentication mode (static tokens, the built-in OAuth 2.0 server, an external OAuth 2.0
+ * authorization server by RFC 7662 introspection, Keystone, TLS client certificates), each with: no credential, a wrong one, an expired one, the wrong role, another
  * project's caller, and the right caller -> the expected status:
  * - no / wrong / expired credential: 401 ProblemDetails with `WWW-Authenticate`;
  * - wrong role: 403 naming the missing role;
- * - other project: the resource's 404 for a route naming a project's resource, lists without it;
+ * - other project: the resource's 404 for a route naming a project's resource (instances, op occs,
+ *   subscriptions, the fault ledger, and VNF packages and VIMs, which belong to the project that
+ *   created them), lists without it;
  * - right caller: neither 401, 403 nor (for a resource it owns) 404.
  * The open routes (token endpoint, probes, and `/metrics` + `/docs` from loopback) are an explicit
  * list here; in the OAuth mode `/metrics` and `/docs` are set to `authenticated` and checked too.
  * Nothing is stored for any refused request (row counts of every table do not move).
  */
 import assert from 'node:assert/strict';
+import { type Server, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
@@ -47,15 +51,22 @@ function need(method: string, url: string): Need {
   // the dashboard's static files, its login configuration and Keystone login forwarder
   if (url === '/ui' || url === '/ui/*' || url === '/vnfm/v1/ui/config' || url === '/vnfm/v1/ui/keystone-tokens') return 'open';
   if (url.startsWith('/vnfm/v1/oauth2/clients') || url.startsWith('/vnfm/v1/server-notifiers')) return 'admin';
+  // VNF packages and VIMs belong to projects (auth.tenancy default): a project's operator manages its own
   if (method === 'GET' || method === 'HEAD') return 'reader';
-  if (url.startsWith('/v1.0/vims') || url.startsWith('/vnfpkgm/')) return 'admin';
   return 'operator';
 }
 
 /** Routes naming one resource of a project. */
-const TENANT_ROUTE = /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)\/:id|^\/vnfm\/v1\/(subscriptions|notifications|heal_batches|fault_notifications)\/:id|^\/server_notification\/vnf_instances\//;
+const TENANT_ROUTE =
+  /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)\/:id|^\/vnfm\/v1\/(subscriptions|notifications|heal_batches|fault_notifications)\/:id|^\/server_notification\/vnf_instances\/|^\/vnfpkgm\/v1\/vnf_packages\/:id|^\/vnfpkgm\/v[12]\/onboarded_vnf_packages\/:id|^\/v1\.0\/vims\/:id/;
 /** List routes of project resources (other project: 200 without project A's rows). */
-const TENANT_LIST = /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)$|^\/vnfm\/v1\/(notifications|heal_batches|fault_notifications)$/;
+const TENANT_LIST = /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)$|^\/vnfm\/v1\/(notifications|heal_batches|fault_notifications)$|^\/vnfpkgm\/v1\/vnf_packages$|^\/v1\.0\/vims(\.json)?$/;
+
+/** The rows of a list answer (the legacy VIM list wraps them in `vims`). */
+const rowsOf = (body: string): unknown[] => {
+  const b = JSON.parse(body) as unknown;
+  return Array.isArray(b) ? b : ((b as { vims: unknown[] }).vims ?? []);
+};
 
 interface Ids {
   pkg: string;
@@ -117,6 +128,8 @@ interface Mode {
   https?: boolean;
   /** /metrics and /docs need authentication in this mode. */
   closedMetrics?: boolean;
+  /** The built-in OAuth 2.0 routes (`POST /token`, clients) exist in this mode. */
+  oauthRoutes?: boolean;
   cleanup?: () => Promise<void>;
 }
 
@@ -124,6 +137,43 @@ const bearer = (t: string): Cred => ({ headers: { authorization: `Bearer ${t}` }
 const xAuth = (t: string): Cred => ({ headers: { 'x-auth-token': t } });
 
 let keystone: FakeKeystone | undefined;
+let introspection: IntrospectionServer | undefined;
+
+/** A small RFC 7662 authorization server: `POST /introspect` (client authenticated by Basic) answers from `tokens`. */
+class IntrospectionServer {
+  readonly tokens = new Map<string, Record<string, unknown>>();
+  calls = 0;
+  refusedClients = 0;
+  private server: Server | undefined;
+  constructor(
+    private readonly clientId: string,
+    private readonly clientSecret: string,
+  ) {}
+
+  async start(): Promise<string> {
+    this.server = createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        const want = `Basic ${Buffer.from(`${this.clientId}:${this.clientSecret}`).toString('base64')}`;
+        if (req.method !== 'POST' || req.url !== '/introspect' || req.headers.authorization !== want || !String(req.headers['content-type']).startsWith('application/x-www-form-urlencoded')) {
+          this.refusedClients++;
+          res.writeHead(401, { 'content-type': 'application/json' }).end('{"error":"invalid_client"}');
+          return;
+        }
+        this.calls++;
+        const token = new URLSearchParams(body).get('token') ?? '';
+        res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.tokens.get(token) ?? { active: false }));
+      });
+    });
+    await new Promise<void>((resolve) => (this.server as Server).listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/introspect`;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+}
 let pki: TestPki | undefined;
 let pkiCerts: Record<string, KeyCert> = {};
 
@@ -152,6 +202,7 @@ const MODES: Mode[] = [
   {
     name: 'oauth2',
     closedMetrics: true,
+    oauthRoutes: true,
     config: async () => ({ apiAuth: 'oauth2', auth: { metrics: 'authenticated', docs: 'authenticated', oauth2: { scopeMap: { 'vnflcm:write': 'operator' } } } }),
     creds: async (vnfm) => {
       const svc = new OAuthService(vnfm.store.db, vnfm.ctx.config.auth.oauth2);
@@ -184,6 +235,34 @@ const MODES: Mode[] = [
         wrong: bearer('vnfmat_forged-token-nobody-issued-0000000000000000000'),
         expired: bearer(expiredToken),
       };
+    },
+  },
+  {
+    // an external authorization server: a real HTTP server answering RFC 7662 introspection
+    name: 'oauth2-introspection',
+    oauthRoutes: true,
+    config: async () => {
+      introspection = new IntrospectionServer('vnfm-rs', 'rs-secret-6a0f');
+      const endpoint = await introspection.start();
+      return { apiAuth: 'oauth2', auth: { oauth2: { scopeMap: { 'vnflcm:write': 'operator' }, introspection: { endpoint, clientId: 'vnfm-rs', clientSecret: 'rs-secret-6a0f' } } } };
+    },
+    creds: async () => {
+      const s = introspection as IntrospectionServer;
+      const exp = Math.floor(Date.now() / 1000) + 3600;
+      s.tokens.set('at-admin-31c7', { active: true, sub: 'u-admin', client_id: 'nfvo-admin', scope: 'admin', exp });
+      s.tokens.set('at-op-a-8d02', { active: true, sub: 'u-op-a', client_id: 'nfvo-a', scope: 'vnflcm:write', project: 'proj-a', exp });
+      s.tokens.set('at-rd-a-4b9e', { active: true, sub: 'u-rd-a', client_id: 'viewer-a', scope: 'reader', project: 'proj-a', exp });
+      s.tokens.set('at-op-b-c615', { active: true, sub: 'u-op-b', client_id: 'nfvo-b', scope: 'operator', project: 'proj-b', exp });
+      // the server still calls it active, but its exp has passed: the VNFM refuses it
+      s.tokens.set('at-expired-77aa', { active: true, sub: 'u-old', client_id: 'nfvo-admin', scope: 'admin', exp: Math.floor(Date.now() / 1000) - 60 });
+      s.tokens.set('at-revoked-1e1e', { active: false });
+      return { admin: bearer('at-admin-31c7'), operatorA: bearer('at-op-a-8d02'), readerA: xAuth('at-rd-a-4b9e'), operatorB: bearer('at-op-b-c615'), wrong: bearer('at-revoked-1e1e'), expired: bearer('at-expired-77aa') };
+    },
+    cleanup: async () => {
+      const s = introspection as IntrospectionServer;
+      // the VNFM authenticated itself to the server and asked about tokens
+      assert.ok(s.calls > 0 && s.refusedClients === 0, `introspection calls ${s.calls}, refused ${s.refusedClients}`);
+      await s.close();
     },
   },
   {
@@ -270,18 +349,18 @@ for (const mode of MODES) {
         config: { ...(await mode.config()), notifications: { testCallback: false }, runner: { pollMs: 20 } } as ConfigInput,
       });
       creds = await mode.creds(vnfm);
-      // shared resources (admin): a VNF package and a VIM
-      const c = await ok('POST', '/vnfpkgm/v1/vnf_packages', 'admin', {});
+      // project A's VNF package and VIM, created by A's operator (they belong to project A)
+      const c = await ok('POST', '/vnfpkgm/v1/vnf_packages', 'operatorA', {});
       const pkg = JSON.parse(c.body).id as string;
       const zip = csarOf(join(ROOT, 'samples/vm-basic'));
       const up = mode.https
-        ? await httpsCall(vnfm.url, { method: 'PUT', path: `/vnfpkgm/v1/vnf_packages/${pkg}/package_content`, ca: (pki as TestPki).ca.cert, client: creds.admin.client as KeyCert, headers: { 'content-type': 'application/zip' }, body: zip as unknown as string })
-        : await vnfm.app.inject({ method: 'PUT', url: `/vnfpkgm/v1/vnf_packages/${pkg}/package_content`, headers: { ...(creds.admin.headers ?? {}), 'content-type': 'application/zip' }, payload: zip });
+        ? await httpsCall(vnfm.url, { method: 'PUT', path: `/vnfpkgm/v1/vnf_packages/${pkg}/package_content`, ca: (pki as TestPki).ca.cert, client: creds.operatorA.client as KeyCert, headers: { 'content-type': 'application/zip' }, body: zip as unknown as string })
+        : await vnfm.app.inject({ method: 'PUT', url: `/vnfpkgm/v1/vnf_packages/${pkg}/package_content`, headers: { ...(creds.operatorA.headers ?? {}), 'content-type': 'application/zip' }, payload: zip });
       assert.equal(up.statusCode, 202);
       await vnfm.ctx.packages.idle();
       const shown = JSON.parse((await ok('GET', `/vnfpkgm/v1/vnf_packages/${pkg}`, 'readerA')).body) as { vnfdId: string; onboardingState: string };
       assert.equal(shown.onboardingState, 'ONBOARDED');
-      const vim = JSON.parse((await ok('POST', '/v1.0/vims', 'admin', { vim: { name: 'vim-a', type: 'openstack', auth_url: 'http://127.0.0.1:5000/v3', auth_cred: { username: 'u', password: 'vim-pass-91ab' }, vim_project: { name: 'p' } } })).body).vim.id as string;
+      const vim = JSON.parse((await ok('POST', '/v1.0/vims', 'operatorA', { vim: { name: 'vim-a', type: 'openstack', auth_url: 'http://127.0.0.1:5000/v3', auth_cred: { username: 'u', password: 'vim-pass-91ab' }, vim_project: { name: 'p' } } })).body).vim.id as string;
       // project A's resources, created by A's operator
       const sub1 = JSON.parse((await ok('POST', '/vnflcm/v1/subscriptions', 'operatorA', { callbackUri: 'http://127.0.0.1:9/a1' })).body).id as string;
       const sub2 = JSON.parse((await ok('POST', '/vnflcm/v2/subscriptions', 'operatorA', { callbackUri: 'http://127.0.0.1:9/a2' })).body).id as string;
@@ -295,7 +374,7 @@ for (const mode of MODES) {
       const client = await new OAuthService(vnfm.store.db, vnfm.ctx.config.auth.oauth2).register({ name: 'spare', role: 'reader' });
       ids = { pkg, vnfdId: shown.vnfdId, vim, inst, op, sub1, sub2, outbox: String(outbox), batch: 'batch-a', fault: 'fault-a', client: client.clientId };
       // every project resource of A carries project A (set at creation or inherited from the instance)
-      for (const t of ['vnf_instance', 'op_occ', 'subscription', 'autoheal_batch', 'fault_notification']) {
+      for (const t of ['vnf_package', 'vim', 'vnf_instance', 'op_occ', 'subscription', 'autoheal_batch', 'fault_notification']) {
         const rows = (await sql<{ project: string | null }>`select project from ${sql.table(t)}`.execute(vnfm.store.db)).rows;
         assert.ok(rows.length > 0 && rows.every((r) => r.project === 'proj-a'), `${t}: ${JSON.stringify(rows)}`);
       }
@@ -308,8 +387,8 @@ for (const mode of MODES) {
     it('the route table is complete: every route is reached and none is left unguarded', async () => {
       const routes = registeredRoutes(vnfm.app);
       assert.ok(routes.length >= 75, `only ${routes.length} routes registered`);
-      const oauth = mode.name === 'oauth2' ? ['POST /token', 'POST /vnfm/v1/oauth2/clients', 'DELETE /vnfm/v1/oauth2/clients/:id'] : [];
-      if (mode.name !== 'oauth2') assert.ok(!routes.some((r) => r.url === '/token'), 'the token endpoint exists only with apiAuth oauth2');
+      const oauth = mode.oauthRoutes ? ['POST /token', 'POST /vnfm/v1/oauth2/clients', 'DELETE /vnfm/v1/oauth2/clients/:id'] : [];
+      if (!mode.oauthRoutes) assert.ok(!routes.some((r) => r.url === '/token'), 'the token endpoint exists only with apiAuth oauth2');
       for (const must of [...oauth, 'POST /vnflcm/v2/vnf_instances/:id/heal', 'POST /server_notification/vnf_instances/:vnfInstanceId/servers/:serverId/notify', 'POST /vnfm/v1/heal_batches/:id/release']) {
         assert.ok(routes.some((r) => `${r.method} ${r.url}` === must), `${must} is registered`);
       }
@@ -348,10 +427,10 @@ for (const mode of MODES) {
         if (r.method === 'GET' && TENANT_LIST.test(r.url)) {
           const a = await send(r.method, path, 'operatorB');
           assert.equal(a.statusCode, 200, `${what} as another project: ${a.body}`);
-          for (const id of [ids.inst, ids.op, ids.sub1, ids.sub2, ids.batch, ids.fault]) assert.ok(!a.body.includes(id), `${what} as another project lists ${id}`);
+          for (const id of [ids.inst, ids.op, ids.sub1, ids.sub2, ids.batch, ids.fault, ids.pkg, ids.vim]) assert.ok(!a.body.includes(id), `${what} as another project lists ${id}`);
           const own = await send(r.method, path, 'readerA');
           assert.equal(own.statusCode, 200);
-          assert.ok(JSON.parse(own.body).length > 0, `${what}: project A sees its rows`);
+          assert.ok(rowsOf(own.body).length > 0, `${what}: project A sees its rows`);
         }
         checked++;
       }
@@ -372,7 +451,7 @@ for (const mode of MODES) {
         const who: Who = n === 'admin' ? 'admin' : 'operatorA';
         const a = await send(r.method, path, who, bodyOf(r.method, r.url, ids));
         assert.ok(a.statusCode !== 401 && a.statusCode !== 403, `${r.method} ${r.url} as ${who}: ${a.statusCode} ${a.body}`);
-        const id = path.split('/')[4] ?? '';
+        const id = (path.startsWith('/v1.0/') ? path.split('/')[3] : path.split('/')[4]) ?? '';
         // (a resource deleted through one facade is gone from the other: that 404 is its own)
         if (TENANT_ROUTE.test(r.url) && !deleted.has(id)) assert.notEqual(a.statusCode, 404, `${r.method} ${path} as its own project: ${a.body}`);
         if (r.method === 'DELETE' && a.statusCode === 204) deleted.add(id);

@@ -28,6 +28,13 @@ export interface RunKnobs {
   tokenWaitTimeoutMs: number;
 }
 
+/** A short connection budget for a host that must answer at once (see {@link ClusterRunContext.hostOf}). */
+export interface ConnectBound {
+  attempts: number;
+  /** Per attempt (TCP + SSH handshake); the back-off between attempts is at most this long too. */
+  readyTimeoutMs: number;
+}
+
 /** A host the driver logs in to: a node, or another host of the cluster (Ansible server, LB). */
 export interface HostSpec {
   /** Host key pins are kept under this key (a VNFC's resource id, or e.g. `ansible:<ip>`). */
@@ -169,7 +176,7 @@ export abstract class ClusterRunContext<C extends RunKnobs = RunKnobs> {
     return { pinKey: node.resourceId, name: node.name, sshIp: node.sshIp, access: this.access(node) };
   }
 
-  private connectOptions(node: HostSpec, pinned: string | undefined, created: boolean, attempts?: number): ConnectOptions {
+  private connectOptions(node: HostSpec, pinned: string | undefined, created: boolean, attempts?: number, bound?: ConnectBound): ConnectOptions {
     const hostKey = pinned
       ? { pinned }
       : {
@@ -180,6 +187,7 @@ export abstract class ClusterRunContext<C extends RunKnobs = RunKnobs> {
           },
         };
     const base: ConnectOptions = { hostKey, signal: this.signal, secrets: [...this.secrets], backoffInitialMs: this.cfg.sshBackoffInitialMs };
+    if (bound) return { ...base, attempts: bound.attempts, readyTimeoutMs: bound.readyTimeoutMs, backoffInitialMs: Math.min(this.cfg.sshBackoffInitialMs, bound.readyTimeoutMs), backoffMaxMs: bound.readyTimeoutMs };
     if (attempts !== undefined) return { ...base, attempts, backoffMaxMs: this.cfg.sshBackoffMaxMs };
     if (created) return { ...base, deadlineMs: this.cfg.sshNewVmDeadlineMs, backoffInitialMs: this.cfg.sshNewVmBackoffInitialMs, backoffMaxMs: this.cfg.sshNewVmBackoffMaxMs };
     return { ...base, attempts: this.cfg.sshAttempts, backoffMaxMs: this.cfg.sshBackoffMaxMs };
@@ -198,15 +206,18 @@ export abstract class ClusterRunContext<C extends RunKnobs = RunKnobs> {
     return this.hostOf(this.nodeSpec(node), created);
   }
 
-  /** The session of any host (one per host and hook); see {@link host}. */
-  hostOf(node: HostSpec, created = false): Promise<Host> {
+  /**
+   * The session of any host (one per host and hook); see {@link host}. `bound`: a host that is
+   * not a new VM and should answer at once (an operator's server): a few short attempts only.
+   */
+  hostOf(node: HostSpec, created = false, bound?: ConnectBound): Promise<Host> {
     const key = `${node.pinKey}|${node.sshIp}`;
     let h = this.hosts.get(key);
     if (!h) {
       h = (async () => {
         const pinned = (await this.instanceState()).hostKeys?.[node.pinKey];
         this.progress('ssh-connect', node.name);
-        const session = await this.connectFn(this.target(node), this.connectOptions(node, pinned, created));
+        const session = await this.connectFn(this.target(node), this.connectOptions(node, pinned, created, undefined, bound));
         return new Host(session, { name: node.name, commandTimeoutMs: this.cfg.commandTimeoutMs, signal: this.signal });
       })();
       this.hosts.set(key, h);

@@ -16,6 +16,9 @@ export interface KubesprayDriverConfig extends RunKnobs {
   scaleTimeoutPerNodeMs: number;
   /** `remove-node.yml` (one node). */
   removeNodeTimeoutMs: number;
+  /** SSH to the Ansible server (an operator's server that must answer): attempts, and the limit of each. */
+  ansibleConnectAttempts: number;
+  ansibleConnectTimeoutMs: number;
   /** How often a running play's exit code is polled. */
   playPollMs: number;
   /** Poll interval of the other waits (Node Ready, Node gone). */
@@ -49,6 +52,8 @@ export const KUBESPRAY_DEFAULTS: Readonly<KubesprayDriverConfig> = Object.freeze
   factsTimeoutMs: 600_000,
   scaleTimeoutPerNodeMs: 2_700_000,
   removeNodeTimeoutMs: 2_700_000,
+  ansibleConnectAttempts: 2,
+  ansibleConnectTimeoutMs: 10_000,
   playPollMs: 2_000,
   pollIntervalMs: 1_000,
   nodeReadyTimeoutMs: 600_000,

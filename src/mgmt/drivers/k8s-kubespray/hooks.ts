@@ -91,8 +91,21 @@ export class SprayRun extends ClusterRunContext<KubesprayDriverConfig> {
     return { pinKey: `ansible:${this.params.ansible.ipAddress}`, name: 'ansible-server', sshIp: this.params.ansible.ipAddress, access: this.params.ansible };
   }
 
-  ansible(): Promise<Host> {
-    return this.hostOf(this.ansibleSpec());
+  /**
+   * The Ansible server's session. It is the operator's own server, not a VM being created: a few
+   * short attempts (`ansibleConnectAttempts` x `ansibleConnectTimeoutMs`), then FAILED_TEMP at once
+   * naming it (no automatic step retries: the operator brings it back and retries the operation).
+   */
+  async ansible(): Promise<Host> {
+    const ip = this.params.ansible.ipAddress;
+    try {
+      return await this.hostOf(this.ansibleSpec(), false, { attempts: this.cfg.ansibleConnectAttempts, readyTimeoutMs: this.cfg.ansibleConnectTimeoutMs });
+    } catch (e) {
+      if (isVnfmError(e, 'VNFM_ERR_SSH_UNREACHABLE')) {
+        throw terminalError('VNFM_ERR_SSH_UNREACHABLE', `${DRIVER}: the Ansible server ${ip} (ansible.ip_address) does not answer SSH: ${(e as Error).message}. Nothing was changed by this step; retry the operation once the server answers.`, { extra: { host: ip, role: 'ansible-server' } });
+      }
+      throw e;
+    }
   }
 
   lb(ip: string): Promise<Host> {
