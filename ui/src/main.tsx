@@ -169,7 +169,9 @@ function App() {
     api<UiConfig>('/vnfm/v1/ui/config')
       .then((r) => {
         setConfig(r.data);
-        setAuthed(r.data.authModes.includes('none') || session.token !== null);
+        // mtls alone: the browser's client certificate authenticates every call, no token to ask for
+        const certOnly = r.data.authModes.length === 1 && r.data.authModes[0] === 'mtls';
+        setAuthed(r.data.authModes.includes('none') || certOnly || session.token !== null);
       })
       .catch((e) => setConfigErr(problemOf(e)));
     setUnauthorizedHandler(() => {
@@ -191,7 +193,7 @@ function App() {
   if (!config) return <main id="main" aria-busy="true"><p>Loading…</p></main>;
   if (!authed) return <Login config={config} reason={reason} onDone={() => { setReason(undefined); setAuthed(true); }} />;
   const path = route.split('?')[0] as string;
-  const noAuth = config.authModes.includes('none');
+  const noAuth = config.authModes.includes('none') || (config.authModes.length === 1 && config.authModes[0] === 'mtls');
   return (
     <>
       <a class="skip" href="#main">
@@ -212,7 +214,7 @@ function App() {
         </nav>
         <FeedIndicator />
         {noAuth ? (
-          <span class="note">authentication off</span>
+          <span class="note">{config.authModes.includes('none') ? 'authentication off' : 'client certificate'}</span>
         ) : (
           <button
             type="button"
