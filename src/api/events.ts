@@ -13,7 +13,7 @@
  *   the events of its own project's instances (admins and the unauthenticated mode: all).
  * - One poll loop per process (every {@link POLL_MS} while a client is connected) stamps new rows
  *   and wakes the streams; a comment line every {@link HEARTBEAT_MS} keeps proxies from closing
- *   an idle stream.
+ *   an idle stream. Events older than 24 h are deleted every 10 minutes (connected clients or not).
  * - A request without `Accept: text/event-stream` gets one JSON answer instead of a stream:
  *   `{events: [{id, event, data}], lastEventId}` (what follows the resume point, up to 500), for
  *   clients that poll.
@@ -63,7 +63,7 @@ class EventHub {
   private timer: NodeJS.Timeout | undefined;
   private heartbeat: NodeJS.Timeout | undefined;
   private top = 0;
-  private lastPrune = 0;
+  private lastPrune = Date.now();
   private ticking = false;
 
   constructor(private readonly db: Kysely<Database>) {}
@@ -78,6 +78,18 @@ class EventHub {
   async oldest(): Promise<number> {
     const r = await sql<{ m: string | number | null }>`select min(seq) as m from event_log`.execute(this.db);
     return Number(r.rows[0]?.m ?? 0);
+  }
+
+  /** Deletes what is older than the retention (stamping first, so nothing unstamped is lost); every {@link PRUNE_EVERY_MS}, clients or not. */
+  async prune(): Promise<void> {
+    if (Date.now() - this.lastPrune < PRUNE_EVERY_MS) return;
+    this.lastPrune = Date.now();
+    try {
+      await this.head();
+      await sql`delete from event_log where created_at < ${new Date(Date.now() - RETAIN_MS)} and seq is not null`.execute(this.db);
+    } catch {
+      // the next round tries again
+    }
   }
 
   add(s: Stream): void {
@@ -117,10 +129,6 @@ class EventHub {
     this.ticking = true;
     try {
       await this.head();
-      if (Date.now() - this.lastPrune > PRUNE_EVERY_MS) {
-        this.lastPrune = Date.now();
-        await sql`delete from event_log where created_at < ${new Date(Date.now() - RETAIN_MS)} and seq is not null`.execute(this.db);
-      }
       for (const s of this.streams) if (s.cursor < this.top) void this.pump(s);
     } catch {
       // the database is briefly unavailable (restart, closing): the next tick tries again
@@ -174,7 +182,11 @@ function resumeFrom(req: FastifyRequest): number | undefined {
 /** Registers the event feed route. */
 export async function registerEventRoutes(app: FastifyInstance, ctx: AppContext): Promise<void> {
   const hub = new EventHub(ctx.store.db);
-  app.addHook('preClose', async () => hub.closeAll());
+  const pruner = setInterval(() => void hub.prune(), 60_000).unref();
+  app.addHook('preClose', async () => {
+    clearInterval(pruner);
+    hub.closeAll();
+  });
   app.get(
     EVENTS_PATH,
     {
