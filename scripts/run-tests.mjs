@@ -4,13 +4,13 @@
 // Node 20 does not expand globs for `--test`, so the list is built here. The run fails when
 // zero tests ran, and prints the runner's summary (tests / pass / fail / skipped), then one line
 // with the test stages that ran and those skipped with why (test/helpers/stages.ts).
-// VNFM_TEST_REQUIRE=pg,real-heat,tacker-cli,kubectl,lab (or all) makes a stage that cannot run fail.
+// VNFM_TEST_REQUIRE=pg,real-heat,tacker-cli,kubectl,lab,browser (or all) makes a stage that cannot run fail.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 
-const STAGES = ['pg', 'real-heat', 'tacker-cli', 'kubectl', 'lab'];
+const STAGES = ['pg', 'real-heat', 'tacker-cli', 'kubectl', 'lab', 'browser'];
 const required = new Set();
 for (const n of (process.env.VNFM_TEST_REQUIRE ?? '').split(',').map((s) => s.trim()).filter(Boolean)) {
   if (n === 'all') STAGES.forEach((s) => required.add(s));

@@ -37,6 +37,8 @@ apt_install() {  # apt_install <package>...: installs what is missing
 
 # ---- 1. packages of the stages
 apt_install python3-tackerclient python3-openstackclient ca-certificates curl
+# the dashboard's browser tests (stage browser)
+apt_install chromium
 # the live-VM lab (stage lab): sshd, etcd, HAProxy, Ansible in network namespaces
 apt_install openssh-server etcd-server etcd-client haproxy ansible sshpass socat iproute2 sudo
 command -v kubectl >/dev/null 2>&1 || apt_install kubernetes-client

@@ -23,6 +23,8 @@ import { registerServerNotifierRoutes } from './vims/server-notifier-routes.ts';
 import { registerVnflcmRoutes } from './vnflcm/routes.ts';
 import { registerOutboxRoutes } from './vnflcm/subscription-routes.ts';
 import { registerVnfpkgmRoutes } from './vnfpkgm/routes.ts';
+import { registerEventRoutes } from './events.ts';
+import { registerUiRoutes } from './ui.ts';
 
 const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'] as const;
 
@@ -186,6 +188,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await faultIntakeRoutes({ ctx, ledger, batcher, workerId: ctx.config.runner.workerId, queue: intake })(app);
     await ledgerRoutes(ctx, ledger, batcher)(app);
   }
+  // the operator dashboard (/ui) and its live feed of LCM events
+  await registerEventRoutes(app, ctx);
+  await registerUiRoutes(app, ctx);
   for (const r of ctx.extraRoutes ?? []) await r(app);
   auth.verify();
   return app;

@@ -128,6 +128,18 @@ export class Notifier {
     return body;
   }
 
+  /** The event as the dashboard's feed carries it: the notification's SHORT shape, without subscription. */
+  feedEvent(ev: LcmEvent): Record<string, unknown> {
+    const body = this.build(ev, { id: '', api_version: 'v2', verbosity: 'SHORT' });
+    delete body.subscriptionId;
+    delete body.id;
+    delete body.verbosity;
+    const links = body._links as Record<string, unknown>;
+    delete links.subscription;
+    if (ev.instance.vnfInstanceName) body.vnfInstanceName = ev.instance.vnfInstanceName;
+    return body;
+  }
+
   /** Fans the event out to every matching subscription, inside `tx`. Returns how many were queued. */
   async enqueue(tx: Kysely<Database> | Transaction<Database>, ev: LcmEvent): Promise<number> {
     // tenants: a subscription of a project hears only of that project's instances; one without a project hears of all
@@ -140,6 +152,10 @@ export class Notifier {
           : sql<boolean>`(project is null or project is not distinct from (select i.project from vnf_instance i where i.id = ${ev.instance.id}))`,
       )
       .execute();
+    // The dashboard's event feed (GET /vnfm/v1/events) hears of every event, subscribed or not.
+    await sql`insert into event_log (project, vnf_instance_id, event) values (
+        ${ev.instance.project !== undefined ? ev.instance.project : sql`(select i.project from vnf_instance i where i.id = ${ev.instance.id})`},
+        ${ev.instance.id}, ${json(this.feedEvent(ev))}::jsonb)`.execute(tx);
     // One notification, one id, whichever subscriptions receive it. The delivery order is not the
     // row id (drawn at insert; transactions may commit in the other order): the delivery worker
     // stamps rows in the order they become visible, i.e. commit order (`outbox.seq`).

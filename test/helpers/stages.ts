@@ -10,6 +10,7 @@
  * | `kubectl`    | the `kubectl` binary                                                     |
  * | `lab`        | root, `ip netns`, and the Debian packages openssh-server, etcd-server,   |
  * |              | etcd-client, haproxy, ansible, sshpass, sudo (the live-VM lab, docs/lab.md) |
+ * | `browser`    | Debian's Chromium at /usr/bin/chromium (the dashboard's browser tests)   |
  *
  * A test file asks for its stage at load time (`const pg = await stage('pg')`) and passes
  * `{ skip: pg.skip }` to its `describe`. When the stage is listed in `VNFM_TEST_REQUIRE`
@@ -23,7 +24,7 @@ import { join } from 'node:path';
 import pg from 'pg';
 
 /** The optional stages. */
-export const STAGES = ['pg', 'real-heat', 'tacker-cli', 'kubectl', 'lab'] as const;
+export const STAGES = ['pg', 'real-heat', 'tacker-cli', 'kubectl', 'lab', 'browser'] as const;
 /** One optional stage. */
 export type StageName = (typeof STAGES)[number];
 
@@ -167,6 +168,8 @@ const PROBES: Record<StageName, () => Promise<string | undefined>> = {
     probeCommand('openstack', ['--version'], 'the `openstack` command', TACKER_FIX, '/usr/bin:/bin'),
   kubectl: async () => probeCommand('kubectl', ['version', '--client'], 'kubectl', 'install kubectl (Debian package kubernetes-client)'),
   lab: probeLab,
+  // the dashboard's browser tests (test/ui/) drive Debian's Chromium through playwright-core
+  browser: async () => probeCommand('/usr/bin/chromium', ['--headless', '--no-sandbox', '--disable-gpu', '--dump-dom', 'about:blank'], 'Chromium (/usr/bin/chromium)', 'install the Debian package chromium'),
 };
 
 const LAB_FIX = 'run as root on Debian 12 with the packages openssh-server etcd-server etcd-client haproxy ansible sshpass sudo (`sudo bash scripts/test-all.sh` installs them)';

@@ -6,7 +6,8 @@
  *   notification redelivery) and the fault intake: operator;
  * - VIMs, VNF packages: operator to write when they belong to projects (`auth.tenancy.*`
  *   `project`, the default: a project manages its own), admin when they are `shared`; OAuth clients and Server Notifier registrations: admin, reads too;
- * - `POST /token`: open (the client authenticates itself there); `/metrics`, `/docs` and the
+ * - `POST /token`: open (the client authenticates itself there); the dashboard's static files
+ *   (`/ui`), its login configuration and its Keystone login forwarder: open (src/api/ui.ts); `/metrics`, `/docs` and the
  *   probes follow their own settings (auth.metrics, auth.docs, health.public).
  * A route the table does not know needs an authenticated caller (so an unknown path answers 401
  * before it answers 404).
@@ -28,6 +29,7 @@ export const SERVER_NOTIFIERS_PATH = '/vnfm/v1/server-notifiers';
 /** The default requirement of a route (`url`: the route pattern, e.g. `/vnflcm/v2/vnf_instances/:id`). */
 export function defaultRequirement(method: string, url: string, faultPrefix: string, tenancy: { packages: 'project' | 'shared'; vims: 'project' | 'shared' } = { packages: 'project', vims: 'project' }): Requirement {
   if (url === TOKEN_PATH) return 'open';
+  if (url === '/ui' || url.startsWith('/ui/') || url === '/vnfm/v1/ui/config' || url === '/vnfm/v1/ui/keystone-tokens') return 'open';
   if (url.startsWith(OAUTH_CLIENTS_PATH) || url.startsWith(SERVER_NOTIFIERS_PATH)) return 'admin';
   const read = method === 'GET' || method === 'HEAD';
   if (read) return 'reader';

@@ -3,7 +3,7 @@
  * released migration is never edited; a change is a new entry.
  *
  * {@link MIGRATIONS} is the one list of every migration, core and per module (the module ones are
- * in this folder too: autoheal.ts, lcm.ts, mgmt.ts, notify.ts, packages.ts, security.ts, tenancy.ts), in the order they apply. What
+ * in this folder too: autoheal.ts, lcm.ts, mgmt.ts, notify.ts, packages.ts, security.ts, tenancy.ts, events.ts), in the order they apply. What
  * a process migrates never depends on which modules it imported. Names sort in list order (checked
  * at load), which is the order Kysely applies and verifies them in on existing databases.
  */
@@ -16,6 +16,7 @@ import { MGMT_STATE_MIGRATION, m170 as mgmtState170 } from './mgmt.ts';
 import { SERVER_NOTIFIER_MIGRATION, m180 as serverNotifier180 } from './security.ts';
 import { AUTH_TENANT_MIGRATION, m190 as authTenants190 } from './auth.ts';
 import { TENANCY_MIGRATION, m205 as tenancy205 } from './tenancy.ts';
+import { EVENT_LOG_MIGRATION, m210 as eventLog210 } from './events.ts';
 
 const m001: Migration = {
   async up(db: Kysely<unknown>) {
@@ -168,6 +169,7 @@ export const MIGRATIONS: readonly (readonly [name: string, migration: Migration]
   [SERVER_NOTIFIER_MIGRATION, serverNotifier180],
   [AUTH_TENANT_MIGRATION, authTenants190],
   [TENANCY_MIGRATION, tenancy205],
+  [EVENT_LOG_MIGRATION, eventLog210],
 ];
 
 // Kysely applies (and checks executed ones) in name order: the list must already be in that order.

@@ -48,6 +48,8 @@ interface Answer {
 function need(method: string, url: string): Need {
   if (url === '/token' || url === '/healthz' || url === '/readyz') return 'open';
   if (url === '/metrics' || url === '/docs' || url.startsWith('/docs/')) return 'open';
+  // the dashboard's static files, its login configuration and Keystone login forwarder
+  if (url === '/ui' || url === '/ui/*' || url === '/vnfm/v1/ui/config' || url === '/vnfm/v1/ui/keystone-tokens') return 'open';
   if (url.startsWith('/vnfm/v1/oauth2/clients') || url.startsWith('/vnfm/v1/server-notifiers')) return 'admin';
   // VNF packages and VIMs belong to projects (auth.tenancy default): a project's operator manages its own
   if (method === 'GET' || method === 'HEAD') return 'reader';
