@@ -597,6 +597,54 @@ export class HeatClient {
     }
   }
 
+  /**
+   * Waits until a deleted stack is no longer listed under its name (`GET /stacks?stack_name=`),
+   * polling only that listing: the moment a create of the same name can succeed. Throws kind
+   * `stack_failed` when the listing shows it `DELETE_FAILED`, `wait_timeout` after `timeoutMs`.
+   */
+  async waitUntilUnlisted(
+    ref: HeatStackRef,
+    opts: { timeoutMs?: number; signal?: AbortSignal } & Pick<WaitForStatusOptions, 'pollInitialMs' | 'pollMaxMs' | 'pollBackoffAfterMs' | 'pollSlowMaxMs'> = {},
+  ): Promise<void> {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const started = Date.now();
+    const maxMs = opts.pollMaxMs ?? this.pollMaxMs;
+    const slowMaxMs = Math.max(maxMs, opts.pollSlowMaxMs ?? maxMs);
+    let interval = Math.min(opts.pollInitialMs ?? this.pollInitialMs, maxMs);
+    for (;;) {
+      const listed = (await this.listStacks({ name: ref.name }, sig(opts.signal))).find((s) => s.id === ref.id);
+      if (listed === undefined) return;
+      if (listed.stack_status === 'DELETE_FAILED') {
+        throw new OpenStackError({
+          service: 'heat',
+          kind: OpenStackErrorKind.stackFailed,
+          detail: `heat stack ${ref.name} (${ref.id}) is DELETE_FAILED while waiting for its deletion: ${listed.stack_status_reason || 'no reason given'}`,
+          retryable: false,
+          stackStatus: listed.stack_status,
+          ...(listed.stack_status_reason === undefined ? {} : { stackStatusReason: listed.stack_status_reason }),
+        });
+      }
+      const left = started + timeoutMs - Date.now();
+      if (left <= 0) {
+        throw new OpenStackError({
+          service: 'heat',
+          kind: OpenStackErrorKind.waitTimeout,
+          detail: `heat stack ${ref.name} (${ref.id}) still listed ${timeoutMs} ms after delete (${listed.stack_status})`,
+          retryable: false,
+          stackStatus: listed.stack_status,
+        });
+      }
+      try {
+        await sleepTimer(Math.min(interval, left), undefined, opts.signal === undefined ? undefined : { signal: opts.signal });
+      } catch (err) {
+        throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for the deletion of stack ${ref.name} cancelled`, retryable: false, cause: err });
+      }
+      const slow = opts.pollBackoffAfterMs !== undefined && Date.now() - started >= opts.pollBackoffAfterMs;
+      // DELETE_COMPLETE: Heat removes it from the listing next.
+      interval = listed.stack_status === 'DELETE_COMPLETE' ? (opts.pollInitialMs ?? this.pollInitialMs) : Math.min(interval * 2, slow ? slowMaxMs : maxMs);
+    }
+  }
+
   // ---------------------------------------------------------------------------------------
   // plumbing
 
