@@ -646,6 +646,7 @@ export class OpenStackDriver implements InfraDriver {
         withPorts: Object.keys(ctx.flavour.cps).length > 0,
       });
       this.keepPrefetch(ref.id, { opId: ctx.opOcc.id, stack, changedRows: new Map(), changedPorts: new Map(), listing });
+      await listing; // what was left to read when the stack completed (its own rows, the last members)
       return stack;
     }
     const ref = refOf(existing);
