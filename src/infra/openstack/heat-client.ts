@@ -296,9 +296,13 @@ export class HeatClient {
     }
   }
 
-  /** `GET /stacks/{name}/{id}` (no redirect). A soft-deleted stack still answers 200 `DELETE_COMPLETE`. */
-  async getStackByNameId(name: string, id: string, opts: { signal?: AbortSignal } = {}): Promise<HeatStack> {
-    const res = await this.call({ path: `/stacks/${seg(name)}/${seg(id)}`, ...sig(opts.signal) });
+  /**
+   * `GET /stacks/{name}/{id}` (no redirect). A soft-deleted stack still answers 200 `DELETE_COMPLETE`.
+   * `resolveOutputs: false` (`resolve_outputs=False`) skips the outputs (cheaper for Heat: a
+   * group's nested stack resolves attributes of every member for them); the answer then has none.
+   */
+  async getStackByNameId(name: string, id: string, opts: { signal?: AbortSignal; resolveOutputs?: boolean } = {}): Promise<HeatStack> {
+    const res = await this.call({ path: `/stacks/${seg(name)}/${seg(id)}`, ...(opts.resolveOutputs === false ? { query: { resolve_outputs: 'False' } } : {}), ...sig(opts.signal) });
     this.expect(res, [200], `get stack ${name}`);
     const stack = (this.json(res) as { stack?: HeatStack }).stack;
     if (stack === undefined) throw this.protocolError(res, 'stack answer has no "stack"');

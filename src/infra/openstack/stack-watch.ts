@@ -55,6 +55,8 @@ export function limiter(n: number): <T>(task: () => Promise<T>) => Promise<T> {
 }
 
 const sig = (signal: AbortSignal | undefined): { signal?: AbortSignal } => (signal === undefined ? {} : { signal });
+/** Stack reads of a wait: status only, outputs not resolved. */
+const statusRead = (signal: AbortSignal | undefined) => ({ ...sig(signal), resolveOutputs: false });
 
 /** Throws like `waitForStatus` when the top stack ended in a state that is not `target`. */
 function checkTop(ref: HeatStackRef, st: HeatStack, target: string): boolean {
@@ -108,9 +110,10 @@ interface Watched {
  * `UPDATE_COMPLETE` after having been seen `UPDATE_IN_PROGRESS` or with an `updated_time` other
  * than at the first read (so an earlier update's `UPDATE_COMPLETE` never counts); a parent has
  * finished when it is `UPDATE_COMPLETE` once its children have (it started this update before
- * them). `onChanged` is called for each stack of `levels[0]` once it has finished. While levels
- * are followed the top stack is read every second poll; after the last level (when
- * `chainComplete`: the top stack is the parent of it) at `pollInitialMs`. A followed stack that
+ * them). `onChanged` is called for each stack of `levels[0]` once it has finished. While
+ * `levels[0]` is followed the top stack is read every second poll, while the parents are, at every
+ * poll; after the last level (when `chainComplete`: the top stack is the parent of it) every
+ * `pollInitialMs`. Stacks are read without resolving their outputs. A followed stack that
  * fails, disappears, or a chain that cannot be followed falls back to the plain poll of the top
  * stack (its result is then only the top stack).
  */
@@ -132,12 +135,14 @@ export async function waitUpdateWatching(
   let interval = opts.pollInitialMs;
   for (let tick = 0; ; tick++) {
     const following = !abandoned && level < levels.length;
-    const readTop = !following || tick % 2 === 0;
+    // While the changed stacks run the top stack is read every second poll (a failure elsewhere);
+    // once they have finished, at every poll (their parents end soon after).
+    const readTop = !following || level > 0 || tick % 2 === 0;
     const pending = following ? watched.filter((w) => !w.done) : [];
     const [top, ...states] = await Promise.all([
-      readTop ? heat.getStackByNameId(ref.name, ref.id, sig(opts.signal)) : Promise.resolve(undefined),
+      readTop ? heat.getStackByNameId(ref.name, ref.id, statusRead(opts.signal)) : Promise.resolve(undefined),
       ...pending.map((w) =>
-        heat.getStackByNameId(w.ref.name, w.ref.id, sig(opts.signal)).catch((e: unknown) => {
+        heat.getStackByNameId(w.ref.name, w.ref.id, statusRead(opts.signal)).catch((e: unknown) => {
           if (e instanceof OpenStackError && e.kind === OpenStackErrorKind.aborted) throw e;
           return null;
         }),
@@ -271,7 +276,7 @@ export async function waitCreateListing(
   let ending = false;
   let scanning: Promise<void> | undefined;
   for (let tick = 0; ; tick++) {
-    const st = await heat.getStackByNameId(ref.name, ref.id, sig(opts.signal));
+    const st = await heat.getStackByNameId(ref.name, ref.id, statusRead(opts.signal));
     last = st;
     opts.onPoll?.(st);
     if (checkTop(ref, st, target)) break;
