@@ -216,9 +216,12 @@ export async function waitCreateListing(
   const list = (r: HeatStackRef, filters?: Record<string, string>, withDetail?: boolean) =>
     limit(() => heat.listResources(r, { ...sig(opts.signal), ...(filters === undefined ? {} : { filters }), ...(withDetail ? { withDetail } : {}) }));
 
+  /** When a nested stack was last found complete (the create makes progress: keep polling short). */
+  let progressAt = Date.now();
   /** Lists a stack whose owner completed, and the nested stacks below it (within `depth`). */
   const listComplete = (r: HeatStackRef, level: number): void => {
     if (listed.has(r.id)) return;
+    progressAt = Date.now();
     const p = list(r);
     listed.set(r.id, p);
     // A stack at the last level (a group member: a server with its ports) has its ports read
@@ -295,7 +298,9 @@ export async function waitCreateListing(
     }
     const left = deadline - Date.now();
     if (left <= 0) throw timeoutError(ref, target, opts.timeoutMs, last);
-    const slow = Date.now() - started >= opts.pollBackoffAfterMs;
+    // Polls slow down only when nothing completed for `pollBackoffAfterMs` (a long create that
+    // keeps completing members is polled, and scanned, at the short interval).
+    const slow = Date.now() - Math.max(started, progressAt) >= opts.pollBackoffAfterMs;
     interval = ending ? opts.pollInitialMs : Math.min(Math.max(interval * 2, opts.pollInitialMs), slow ? opts.pollSlowMaxMs : opts.pollMaxMs);
     await pause(Math.min(interval, left), ref, opts.signal);
   }
