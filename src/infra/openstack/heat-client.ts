@@ -281,13 +281,13 @@ export class HeatClient {
   }
 
   /** `GET /stacks/{nameOrId}`: follows Heat's 302 to `{name}/{id}`. Accepts any {@link StackIdentifier}. */
-  async getStack(stack: StackIdentifier, opts: { signal?: AbortSignal } = {}): Promise<HeatStack> {
-    const ref = typeof stack === 'string' && !stack.includes('/') ? await this.resolveStack(stack, opts) : this.parseRef(stack);
+  async getStack(stack: StackIdentifier, opts: { signal?: AbortSignal; resolveOutputs?: boolean } = {}): Promise<HeatStack> {
+    const ref = typeof stack === 'string' && !stack.includes('/') ? await this.resolveStack(stack, opts.signal === undefined ? {} : { signal: opts.signal }) : this.parseRef(stack);
     return this.getStackByNameId(ref.name, ref.id, opts);
   }
 
   /** Like {@link getStack} but null when Heat does not know the stack (404). */
-  async findStack(stack: StackIdentifier, opts: { signal?: AbortSignal } = {}): Promise<HeatStack | null> {
+  async findStack(stack: StackIdentifier, opts: { signal?: AbortSignal; resolveOutputs?: boolean } = {}): Promise<HeatStack | null> {
     try {
       return await this.getStack(stack, opts);
     } catch (e) {

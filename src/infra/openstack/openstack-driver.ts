@@ -490,7 +490,8 @@ export class OpenStackDriver implements InfraDriver {
   /**
    * The instance's live stack, or null: tries the stack recorded during this operation, the one
    * in `instantiatedVnfInfo.metadata`, then the name `vnf-<id>`. A stack Heat reports
-   * `DELETE_COMPLETE` (an entire heal that deleted it) does not count.
+   * `DELETE_COMPLETE` (an entire heal that deleted it) does not count. Read without its outputs
+   * (the driver uses none).
    */
   private async findStack(ctx: InfraContext, heat: HeatClient): Promise<HeatStack | null> {
     const name = stackNameOf(ctx.instance.id);
@@ -504,10 +505,10 @@ export class OpenStackDriver implements InfraDriver {
     for (const c of candidates) {
       if (tried.has(c)) continue;
       tried.add(c);
-      const s = await heat.findStack(c, { signal: ctx.signal });
+      const s = await heat.findStack(c, { signal: ctx.signal, resolveOutputs: false });
       if (s !== null && s.stack_status !== 'DELETE_COMPLETE') return s;
     }
-    const byName = await heat.findStack(name, { signal: ctx.signal });
+    const byName = await heat.findStack(name, { signal: ctx.signal, resolveOutputs: false });
     return byName !== null && byName.stack_status !== 'DELETE_COMPLETE' ? byName : null;
   }
 
