@@ -15,7 +15,10 @@
  *    the CREATE of the new one), the same from heat-engine's log when it is readable (ms
  *    resolution), and the VNFM overhead = total - Heat's own.
  *
- *   npx tsx bench/vm-heal.ts [--heals 50] [--real-runs 5] [--real-entire-runs 3] [--sizes 3,30] [--with-hooks] [--no-sim]
+ *   npx tsx bench/vm-heal.ts [--heals 50] [--real-runs 5] [--real-entire-runs 3] [--sizes 3,30] [--with-hooks] [--no-sim] [--trace]
+ *
+ * `--sizes 30` alone runs the 30-VNFC variant only. `--trace` prints, per real-Heat heal, every
+ * OpenStack request (ms after the op's start, its duration, method and path) to stderr.
  *
  * Prints one JSON document. The hook scripts of the sample package are dropped unless
  * `--with-hooks` (they are the package's cost, not the VNFM's).
@@ -44,6 +47,8 @@ const SIZES = (argv.includes('--sizes') ? String(argv[argv.indexOf('--sizes') + 
 const NO_SIM = argv.includes('--no-sim');
 const ENGINE_LOG = process.env.HEAT_ENGINE_LOG ?? '/var/log/heat/heat-engine.log';
 const WITH_HOOKS = argv.includes('--with-hooks');
+/** Print each real-Heat heal's OpenStack requests (start relative to the op's start, duration) to stderr. */
+const TRACE = argv.includes('--trace');
 const H = { version: '2.0.0' };
 // biome-ignore lint/suspicious/noExplicitAny: API bodies are free-form JSON here
 type Json = Record<string, any>;
@@ -61,17 +66,22 @@ function summary(xs: readonly number[]): { p50: number; p99: number; min: number
 // ---- OpenStack HTTP accounting: every request the VNFM makes through fetch, by target base URL.
 interface HttpSample {
   url: string;
+  method: string;
+  /** Epoch ms when the request was sent. */
+  at: number;
   ms: number;
 }
 let httpLog: HttpSample[] = [];
 const realFetch = globalThis.fetch;
 globalThis.fetch = (async (input: Parameters<typeof fetch>[0], init?: Parameters<typeof fetch>[1]) => {
   const url = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+  const method = init?.method ?? (typeof input === 'object' && 'method' in input ? input.method : 'GET');
+  const at = Date.now();
   const t0 = performance.now();
   try {
     return await realFetch(input, init);
   } finally {
-    httpLog.push({ url, ms: performance.now() - t0 });
+    httpLog.push({ url, method, at, ms: performance.now() - t0 });
   }
 }) as typeof fetch;
 
@@ -307,7 +317,7 @@ function engineLogSize(): number | undefined {
  * stack <name>` -> `Stack UPDATE COMPLETE (<name>)` for a VNFC heal, `Deleting stack` -> `Stack
  * DELETE COMPLETE` plus `Creating stack` -> `Stack CREATE COMPLETE` for an entire heal.
  */
-function engineLogSpan(offset: number | undefined, name: string, entire: boolean): number | undefined {
+function engineLogSpan(offset: number | undefined, name: string, entire: boolean, marks?: Record<string, number>): number | undefined {
   if (offset === undefined) return undefined;
   let text: string;
   try {
@@ -324,7 +334,11 @@ function engineLogSpan(offset: number | undefined, name: string, entire: boolean
     for (const line of text.split('\n')) {
       if (!re.test(line)) continue;
       const m = /^(\d{4}-\d\d-\d\d) (\d\d:\d\d:\d\d\.\d+)/.exec(line);
-      if (m) return Date.parse(`${m[1]}T${m[2]}Z`);
+      if (m) {
+        const t = Date.parse(`${m[1]}T${m[2]}Z`);
+        if (marks !== undefined) marks[re.source.replace(/\\/g, '').replace(/ [^ ]*$/, '')] = t;
+        return t;
+      }
     }
     return undefined;
   };
@@ -373,6 +387,14 @@ async function realHeals(vnfm: Vnfm, api: HeatApi, id: string, n: number, entire
       const del = await eventSpan(api, md.stack_name, md.stack_id, 'DELETE', startMs).catch(() => undefined);
       const cre = await eventSpan(api, after.stack_name, after.stack_id, 'CREATE', startMs);
       heatEventsMs = del !== undefined && cre !== undefined ? del + cre : undefined;
+    }
+    if (TRACE) {
+      const marks: Record<string, number> = {};
+      engineLogSpan(logOffset, md.stack_name, entire, marks);
+      const lines = httpLog
+        .filter((h) => /:(5000|8004)\//.test(h.url))
+        .map((h) => `  +${String(h.at - startMs).padStart(6)} ${String(Math.round(h.ms)).padStart(5)}ms ${h.method.padEnd(6)} ${h.url.replace(/^https?:\/\/[^/]+\/v1\/[^/]+/, '').replace(/^https?:\/\/[^/]+/, '')}`);
+      process.stderr.write(`heal ${entire ? 'entire' : 'vnfc'} ${i + 1}: total ${new Date(occ.stateEnteredTime).getTime() - startMs} ms, steps ${JSON.stringify(steps.get(opId) ?? {})}\n  heat-engine: ${Object.entries(marks).map(([k, t]) => `${k} +${t - startMs}`).join(', ')}\n${lines.join('\n')}\n`);
     }
     out.push({
       totalMs: new Date(occ.stateEnteredTime).getTime() - startMs,

@@ -281,13 +281,13 @@ export class HeatClient {
   }
 
   /** `GET /stacks/{nameOrId}`: follows Heat's 302 to `{name}/{id}`. Accepts any {@link StackIdentifier}. */
-  async getStack(stack: StackIdentifier, opts: { signal?: AbortSignal } = {}): Promise<HeatStack> {
-    const ref = typeof stack === 'string' && !stack.includes('/') ? await this.resolveStack(stack, opts) : this.parseRef(stack);
+  async getStack(stack: StackIdentifier, opts: { signal?: AbortSignal; resolveOutputs?: boolean } = {}): Promise<HeatStack> {
+    const ref = typeof stack === 'string' && !stack.includes('/') ? await this.resolveStack(stack, opts.signal === undefined ? {} : { signal: opts.signal }) : this.parseRef(stack);
     return this.getStackByNameId(ref.name, ref.id, opts);
   }
 
   /** Like {@link getStack} but null when Heat does not know the stack (404). */
-  async findStack(stack: StackIdentifier, opts: { signal?: AbortSignal } = {}): Promise<HeatStack | null> {
+  async findStack(stack: StackIdentifier, opts: { signal?: AbortSignal; resolveOutputs?: boolean } = {}): Promise<HeatStack | null> {
     try {
       return await this.getStack(stack, opts);
     } catch (e) {
@@ -296,9 +296,13 @@ export class HeatClient {
     }
   }
 
-  /** `GET /stacks/{name}/{id}` (no redirect). A soft-deleted stack still answers 200 `DELETE_COMPLETE`. */
-  async getStackByNameId(name: string, id: string, opts: { signal?: AbortSignal } = {}): Promise<HeatStack> {
-    const res = await this.call({ path: `/stacks/${seg(name)}/${seg(id)}`, ...sig(opts.signal) });
+  /**
+   * `GET /stacks/{name}/{id}` (no redirect). A soft-deleted stack still answers 200 `DELETE_COMPLETE`.
+   * `resolveOutputs: false` (`resolve_outputs=False`) skips the outputs (cheaper for Heat: a
+   * group's nested stack resolves attributes of every member for them); the answer then has none.
+   */
+  async getStackByNameId(name: string, id: string, opts: { signal?: AbortSignal; resolveOutputs?: boolean } = {}): Promise<HeatStack> {
+    const res = await this.call({ path: `/stacks/${seg(name)}/${seg(id)}`, ...(opts.resolveOutputs === false ? { query: { resolve_outputs: 'False' } } : {}), ...sig(opts.signal) });
     this.expect(res, [200], `get stack ${name}`);
     const stack = (this.json(res) as { stack?: HeatStack }).stack;
     if (stack === undefined) throw this.protocolError(res, 'stack answer has no "stack"');
@@ -594,6 +598,54 @@ export class HeatClient {
         throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for the deletion of stack ${ref.name} cancelled`, retryable: false, cause: err });
       }
       interval = Math.min(interval * 2, opts.pollMaxMs ?? this.pollMaxMs);
+    }
+  }
+
+  /**
+   * Waits until a deleted stack is no longer listed under its name (`GET /stacks?stack_name=`),
+   * polling only that listing: the moment a create of the same name can succeed. Throws kind
+   * `stack_failed` when the listing shows it `DELETE_FAILED`, `wait_timeout` after `timeoutMs`.
+   */
+  async waitUntilUnlisted(
+    ref: HeatStackRef,
+    opts: { timeoutMs?: number; signal?: AbortSignal } & Pick<WaitForStatusOptions, 'pollInitialMs' | 'pollMaxMs' | 'pollBackoffAfterMs' | 'pollSlowMaxMs'> = {},
+  ): Promise<void> {
+    const timeoutMs = opts.timeoutMs ?? 600_000;
+    const started = Date.now();
+    const maxMs = opts.pollMaxMs ?? this.pollMaxMs;
+    const slowMaxMs = Math.max(maxMs, opts.pollSlowMaxMs ?? maxMs);
+    let interval = Math.min(opts.pollInitialMs ?? this.pollInitialMs, maxMs);
+    for (;;) {
+      const listed = (await this.listStacks({ name: ref.name }, sig(opts.signal))).find((s) => s.id === ref.id);
+      if (listed === undefined) return;
+      if (listed.stack_status === 'DELETE_FAILED') {
+        throw new OpenStackError({
+          service: 'heat',
+          kind: OpenStackErrorKind.stackFailed,
+          detail: `heat stack ${ref.name} (${ref.id}) is DELETE_FAILED while waiting for its deletion: ${listed.stack_status_reason || 'no reason given'}`,
+          retryable: false,
+          stackStatus: listed.stack_status,
+          ...(listed.stack_status_reason === undefined ? {} : { stackStatusReason: listed.stack_status_reason }),
+        });
+      }
+      const left = started + timeoutMs - Date.now();
+      if (left <= 0) {
+        throw new OpenStackError({
+          service: 'heat',
+          kind: OpenStackErrorKind.waitTimeout,
+          detail: `heat stack ${ref.name} (${ref.id}) still listed ${timeoutMs} ms after delete (${listed.stack_status})`,
+          retryable: false,
+          stackStatus: listed.stack_status,
+        });
+      }
+      try {
+        await sleepTimer(Math.min(interval, left), undefined, opts.signal === undefined ? undefined : { signal: opts.signal });
+      } catch (err) {
+        throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for the deletion of stack ${ref.name} cancelled`, retryable: false, cause: err });
+      }
+      const slow = opts.pollBackoffAfterMs !== undefined && Date.now() - started >= opts.pollBackoffAfterMs;
+      // DELETE_COMPLETE: Heat removes it from the listing next.
+      interval = listed.stack_status === 'DELETE_COMPLETE' ? (opts.pollInitialMs ?? this.pollInitialMs) : Math.min(interval * 2, slow ? slowMaxMs : maxMs);
     }
   }
 

@@ -41,6 +41,7 @@ import type { HttpRetryOptions } from './http-retry.ts';
 import { KeystoneAuth } from './keystone-auth.ts';
 import { NovaClient } from './nova-client.ts';
 import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
+import { type CreateListing, waitCreateListing, waitUpdateWatching } from './stack-watch.ts';
 
 /** Options of {@link createOpenStackDriver}. */
 export interface OpenStackDriverOptions {
@@ -97,6 +98,20 @@ interface ListingCacheEntry {
 
 /** Observations kept per driver (oldest dropped first). */
 const LISTING_CACHE_MAX = 256;
+
+/**
+ * What the stack wait of an operation read on the way, for the observation right after it (same
+ * operation, used once): the top stack as the wait's last poll returned it and, after a VNFC
+ * heal, the rows and CP ports of the changed stacks read once each had finished the update, or,
+ * after an entire heal, the whole listing read while the stack was created.
+ */
+interface Prefetch {
+  opId: string;
+  stack: HeatStack;
+  changedRows: Map<string, Promise<HeatResource[] | undefined>>;
+  changedPorts: Map<string, Promise<Map<string, PortFacts> | undefined>>;
+  listing?: Promise<CreateListing | undefined>;
+}
 
 /** Persisted progress of an entire heal (`ctx.state.entireHeal`). */
 interface EntireHealProgress {
@@ -203,6 +218,8 @@ export class OpenStackDriver implements InfraDriver {
   private readonly sessions = new Map<string, VimSession>();
   /** The last observation per top stack id (see {@link ListingCacheEntry}). */
   private readonly listings = new Map<string, ListingCacheEntry>();
+  /** What the last stack wait read on the way, per top stack id (see {@link Prefetch}). */
+  private readonly prefetched = new Map<string, Prefetch>();
   private readonly pollInitialMs: number | undefined;
   private readonly pollMaxMs: number | undefined;
   private readonly nestedDepth: number;
@@ -284,9 +301,13 @@ export class OpenStackDriver implements InfraDriver {
       // After a VNFC heal the stack is known: its changed stacks are listed while it is read.
       const known = str(ctx.state.stack);
       const slash = known?.lastIndexOf('/') ?? -1;
-      const early = known === undefined || slash <= 0 ? undefined : this.partialListing(ctx, s, { name: known.slice(0, slash), id: known.slice(slash + 1) });
+      const knownRef = known === undefined || slash <= 0 ? undefined : { name: known.slice(0, slash), id: known.slice(slash + 1) };
+      // The wait of this operation's heal just read the stack (and maybe its resources): used once.
+      const pre = knownRef === undefined ? undefined : this.takePrefetch(ctx, knownRef.id);
+      const full = pre?.listing === undefined ? undefined : await pre.listing;
+      const early = knownRef === undefined || full !== undefined ? undefined : this.partialListing(ctx, s, knownRef, pre);
       early?.catch(() => undefined); // awaited below, or dropped with the stack
-      const stack = await this.findStack(ctx, s.heat);
+      const stack = pre?.stack ?? (await this.findStack(ctx, s.heat));
       if (stack === null) {
         // "No stack" is never "no resources", except where nothing is expected: a terminate, or an
         // instantiate that has not created its stack yet.
@@ -297,25 +318,42 @@ export class OpenStackDriver implements InfraDriver {
       const early2 = early === undefined ? undefined : await early;
       const partial = early2 !== undefined && early2.top.id === ref.id ? early2 : undefined;
       // Without Nova the CP ports' facts are always needed: read them while the stack is listed.
-      const portsAhead = partial === undefined && (s.noNova || !this.useNova) && Object.keys(ctx.flavour.cps).length > 0 ? this.portFacts(ctx, s, ref) : undefined;
+      const fullPorts = full?.portRows === undefined ? undefined : this.portFactsFromRows(ctx, full.portRows);
+      const portsAhead = partial === undefined && fullPorts === undefined && (s.noNova || !this.useNova) && Object.keys(ctx.flavour.cps).length > 0 ? this.portFacts(ctx, s, ref) : undefined;
       portsAhead?.catch(() => undefined);
-      const rows = partial?.rows ?? (await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
+      const rows = full?.rows ?? partial?.rows ?? (await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
       const serverIds = rows.filter((r) => r.resource_type === HEAT_TYPES.server && r.physical_resource_id).map((r) => r.physical_resource_id);
       const servers = serverIds.length > 0 ? await this.serverFacts(ctx, s, serverIds) : new Map<string, ServerFacts>();
       let ports: Map<string, PortFacts> | undefined;
       if (this.needPortFacts(ctx, rows, servers)) {
-        if (partial !== undefined && partial.ports !== undefined) ports = await partial.ports;
+        if (fullPorts !== undefined) ports = fullPorts;
+        else if (partial !== undefined && partial.ports !== undefined) ports = await partial.ports;
         else ports = await (portsAhead ?? this.portFacts(ctx, s, ref));
       } else await portsAhead;
       const observed = observeFromListing({ top: ref, rows, flavour: ctx.flavour, servers, nfv: parseNfvParameter(stack.parameters?.nfv), ...(ports === undefined ? {} : { ports }) });
       this.remember(ref, { rows, ports, fingerprint: fingerprintOfObserved(observed) });
-      if (partial !== undefined) ctx.log.debug({ step: 'observe', stacks: partial.changed.map((c) => c.name) }, 'observed: re-listed only the nested stacks the heal changed');
+      if (partial !== undefined) ctx.log.debug({ step: 'observe', stacks: partial.changed.map((c) => c.name), prefetched: pre !== undefined }, 'observed: re-listed only the nested stacks the heal changed');
+      if (full !== undefined) ctx.log.debug({ step: 'observe' }, 'observed: the listing read while the stack was created');
       return observed;
     });
   }
 
   // -------------------------------------------------------------------------------------------
   // partial observation
+
+  private keepPrefetch(stackId: string, pre: Prefetch): void {
+    this.prefetched.delete(stackId);
+    this.prefetched.set(stackId, pre);
+    while (this.prefetched.size > LISTING_CACHE_MAX) this.prefetched.delete(this.prefetched.keys().next().value as string);
+  }
+
+  /** The prefetch of this operation's last wait on stack `stackId`, removed (used once). */
+  private takePrefetch(ctx: InfraContext, stackId: string): Prefetch | undefined {
+    const pre = this.prefetched.get(stackId);
+    if (pre === undefined) return undefined;
+    this.prefetched.delete(stackId);
+    return pre.opId === ctx.opOcc.id ? pre : undefined;
+  }
 
   private remember(ref: HeatStackRef, entry: ListingCacheEntry): void {
     this.listings.delete(ref.id);
@@ -335,6 +373,7 @@ export class OpenStackDriver implements InfraDriver {
     ctx: InfraContext,
     s: VimSession,
     ref: HeatStackRef,
+    pre?: Prefetch,
   ): Promise<{ top: HeatStackRef; rows: HeatResource[]; ports: Promise<Map<string, PortFacts> | undefined> | undefined; changed: HeatStackRef[] } | undefined> {
     const progress = ctx.state.vnfcHeal;
     if (!isObject(progress) || progress.updateIssued !== true || progress.patched === true || !Array.isArray(progress.marked) || progress.marked.length === 0) return undefined;
@@ -353,11 +392,14 @@ export class OpenStackDriver implements InfraDriver {
       if (!changed.some((c) => c.id === id)) changed.push(own);
     }
     // The kept observation needed the CP ports' facts: those of the changed stacks are read alongside.
-    const ports = cached.ports === undefined ? undefined : this.changedPortFacts(ctx, s, cached.ports, changed);
+    const ports = cached.ports === undefined ? undefined : this.changedPortFacts(ctx, s, cached.ports, changed, pre);
     ports?.catch(() => undefined); // awaited by observe when still needed
     const fresh = new Map<string, HeatResource[]>();
     try {
-      const lists = await Promise.all(changed.map((c) => s.heat.listResources(c, { signal: ctx.signal })));
+      // Rows the heal's wait read once the stack had finished the update, else listed now.
+      const lists = await Promise.all(
+        changed.map(async (c) => (await pre?.changedRows.get(c.id)?.catch(() => undefined)) ?? s.heat.listResources(c, { signal: ctx.signal })),
+      );
       changed.forEach((c, i) => fresh.set(c.id, lists[i] as HeatResource[]));
     } catch (e) {
       if (OpenStackError.isStatus(e, 404)) return undefined;
@@ -380,9 +422,9 @@ export class OpenStackDriver implements InfraDriver {
   }
 
   /** `ports` with the CP ports of the `changed` stacks read again (one detailed listing each). */
-  private async changedPortFacts(ctx: InfraContext, s: VimSession, ports: ReadonlyMap<string, PortFacts>, changed: readonly HeatStackRef[]): Promise<Map<string, PortFacts> | undefined> {
+  private async changedPortFacts(ctx: InfraContext, s: VimSession, ports: ReadonlyMap<string, PortFacts>, changed: readonly HeatStackRef[], pre?: Prefetch): Promise<Map<string, PortFacts> | undefined> {
     const out = new Map(ports);
-    for (const again of await Promise.all(changed.map((c) => this.portFactsOf(ctx, s, c, 0)))) {
+    for (const again of await Promise.all(changed.map(async (c) => (await pre?.changedPorts.get(c.id)?.catch(() => undefined)) ?? this.portFactsOf(ctx, s, c, 0)))) {
       if (again === undefined) return undefined;
       for (const [k, v] of again) out.set(k, v);
     }
@@ -448,7 +490,8 @@ export class OpenStackDriver implements InfraDriver {
   /**
    * The instance's live stack, or null: tries the stack recorded during this operation, the one
    * in `instantiatedVnfInfo.metadata`, then the name `vnf-<id>`. A stack Heat reports
-   * `DELETE_COMPLETE` (an entire heal that deleted it) does not count.
+   * `DELETE_COMPLETE` (an entire heal that deleted it) does not count. Read without its outputs
+   * (the driver uses none).
    */
   private async findStack(ctx: InfraContext, heat: HeatClient): Promise<HeatStack | null> {
     const name = stackNameOf(ctx.instance.id);
@@ -462,10 +505,10 @@ export class OpenStackDriver implements InfraDriver {
     for (const c of candidates) {
       if (tried.has(c)) continue;
       tried.add(c);
-      const s = await heat.findStack(c, { signal: ctx.signal });
+      const s = await heat.findStack(c, { signal: ctx.signal, resolveOutputs: false });
       if (s !== null && s.stack_status !== 'DELETE_COMPLETE') return s;
     }
-    const byName = await heat.findStack(name, { signal: ctx.signal });
+    const byName = await heat.findStack(name, { signal: ctx.signal, resolveOutputs: false });
     return byName !== null && byName.stack_status !== 'DELETE_COMPLETE' ? byName : null;
   }
 
@@ -568,7 +611,7 @@ export class OpenStackDriver implements InfraDriver {
    * Makes the stack exist and be `*_COMPLETE` with `fields`: creates it, or adopts the one a
    * previous attempt created (waits for it; re-converges a failed one with an update).
    */
-  private async ensureStack(ctx: InfraContext, s: VimSession, fields: StackFields, existing: HeatStack | null): Promise<HeatStack> {
+  private async ensureStack(ctx: InfraContext, s: VimSession, fields: StackFields, existing: HeatStack | null, listWhileCreating = false): Promise<HeatStack> {
     const name = stackNameOf(ctx.instance.id);
     if (existing === null) {
       let ref: HeatStackRef;
@@ -592,7 +635,20 @@ export class OpenStackDriver implements InfraDriver {
       }
       ctx.state.stack = stackRefString(ref);
       await ctx.checkpoint();
-      return this.wait(ctx, s.heat, ref, 'CREATE_COMPLETE');
+      if (!listWhileCreating) return this.wait(ctx, s.heat, ref, 'CREATE_COMPLETE');
+      // Every resource of the new stack is new, so the observation after needs the whole listing:
+      // it is read while Heat creates the stack.
+      const { stack, listing } = await waitCreateListing(s.heat, ref, {
+        ...this.poll(ctx),
+        timeoutMs: ctx.config.vim.stackTimeoutMs,
+        signal: ctx.signal,
+        onPoll: (st) => ctx.log.debug({ step: 'heat.wait', stack: ref.name, status: st.stack_status }, 'stack status'),
+        depth: this.nestedDepth,
+        withPorts: Object.keys(ctx.flavour.cps).length > 0,
+      });
+      this.keepPrefetch(ref.id, { opId: ctx.opOcc.id, stack, changedRows: new Map(), changedPorts: new Map(), listing });
+      await listing; // what was left to read when the stack completed (its own rows, the last members)
+      return stack;
     }
     const ref = refOf(existing);
     ctx.state.stack = stackRefString(ref);
@@ -771,27 +827,26 @@ export class OpenStackDriver implements InfraDriver {
   private async healVnfcs(ctx: InfraContext, s: VimSession, plan: HealPlan): Promise<void> {
     const progress = this.progress(ctx, 'vnfcHeal');
     const fresh = !progress.updateIssued && progress.marked.length === 0;
-    // The targets' own stacks are listed while the top stack is read.
-    const early = fresh ? this.locateAtMetadata(ctx, s, plan) : undefined;
-    early?.catch(() => undefined); // awaited below
-    const stack = await this.requireStack(ctx, s.heat);
-    const ref = refOf(stack);
     const reason = plan.cause ? `heal by the VNFM: ${plan.cause}` : 'heal by the VNFM';
-    let quick = early === undefined ? undefined : await early;
+    // The targets' own stacks are listed while the top stack is read, and the targets found there
+    // are marked at once (still while it is read).
+    const stackRead = this.requireStack(ctx, s.heat);
+    stackRead.catch(() => undefined); // awaited below
+    let quick = fresh ? await this.locateAtMetadata(ctx, s, plan) : undefined;
+    if (quick !== undefined) await this.markTargets(ctx, s, plan, quick, progress, reason);
+    const stack = await stackRead;
+    const ref = refOf(stack);
     if (stack.stack_status.endsWith('_IN_PROGRESS')) {
-      // A retry may find the previous update still running: marks would be refused (409)
-      // meanwhile, and what was listed may be changing.
+      // A retry (or an update outside the VNFM) may find an update still running: marks are refused
+      // (409) meanwhile, Heat may drop them, and what was listed may be changing. Once it has
+      // ended the targets are found and marked again (a mark Heat dropped is made once more).
       await this.settle(ctx, s.heat, ref, stack);
       quick = fresh ? await this.locateAtMetadata(ctx, s, plan) : undefined;
-    }
-    const located = quick ?? locateResources(ref, await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
-    for (const target of plan.targets) {
-      const server = this.findHealTarget(ctx, located, target, progress);
-      if (server === undefined) continue;
-      await this.markForHeal(ctx, s, server, progress, reason);
-      if (plan.includeStorage) {
-        for (const vol of this.targetVolumes(ctx, located, server, target)) await this.markForHeal(ctx, s, vol, progress, reason);
-      }
+      const located = quick ?? locateResources(ref, await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
+      await this.markTargets(ctx, s, plan, located, progress, reason);
+    } else if (quick === undefined) {
+      const located = locateResources(ref, await s.heat.listResources(ref, { nestedDepth: this.nestedDepth, signal: ctx.signal }));
+      await this.markTargets(ctx, s, plan, located, progress, reason);
     }
     progress.updateIssued = true;
     await ctx.checkpoint();
@@ -803,7 +858,81 @@ export class OpenStackDriver implements InfraDriver {
     }
     ctx.log.info({ step: 'heat.update', stack: ref.name, marked: progress.marked.length }, 'updating stack (replaces the marked resources)');
     await s.heat.updateStackPatch(ref, { ...(patch === undefined ? {} : { parameters: patch }), timeoutMins: this.timeoutMins(ctx) }, { signal: ctx.signal });
-    await this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
+    await this.waitHealUpdate(ctx, s, ref, progress);
+  }
+
+  /** Marks each target's server (and, with `includeStorage`, its volumes) found in `located`. */
+  private async markTargets(ctx: InfraContext, s: VimSession, plan: HealPlan, located: readonly LocatedResource[], progress: UpdateProgress, reason: string): Promise<void> {
+    for (const target of plan.targets) {
+      const server = this.findHealTarget(ctx, located, target, progress);
+      if (server === undefined) continue;
+      await this.markForHeal(ctx, s, server, progress, reason);
+      if (plan.includeStorage) {
+        for (const vol of this.targetVolumes(ctx, located, server, target)) await this.markForHeal(ctx, s, vol, progress, reason);
+      }
+    }
+  }
+
+  /**
+   * Waits for a VNFC heal's update. When the observation after it can re-list only the changed
+   * stacks (see {@link partialListing}), the wait follows those stacks and their parents
+   * ({@link waitUpdateWatching}): each changed stack's resources and CP ports are read as soon as
+   * it has finished the update, and the top stack is polled at the short interval only once its
+   * completion is imminent. What was read is kept for that observation (with the top stack's last
+   * poll).
+   */
+  private async waitHealUpdate(ctx: InfraContext, s: VimSession, ref: HeatStackRef, progress: UpdateProgress): Promise<void> {
+    this.prefetched.delete(ref.id);
+    const cached = this.listings.get(ref.id);
+    if (progress.patched === true || cached === undefined || cached.fingerprint !== fingerprintOfInstance(ctx)) {
+      const done = await this.wait(ctx, s.heat, ref, 'UPDATE_COMPLETE');
+      this.keepPrefetch(ref.id, { opId: ctx.opOcc.id, stack: done, changedRows: new Map(), changedPorts: new Map() });
+      return;
+    }
+    // Stacks by id, and the stack owning each nested stack, from the kept observation.
+    const refs = new Map<string, HeatStackRef>([[ref.id, ref]]);
+    const parentOf = new Map<string, HeatStackRef>();
+    for (const r of cached.rows) {
+      const own = stackOfRow(r);
+      if (own === undefined) continue;
+      refs.set(own.id, own);
+      const nested = HeatClient.nestedStackOfResource(r);
+      if (nested !== undefined) parentOf.set(nested.id, own);
+    }
+    const changed = new Map<string, HeatStackRef>();
+    for (const m of progress.marked) {
+      const id = m.slice(0, m.indexOf('/'));
+      const own = refs.get(id);
+      if (own !== undefined && id !== ref.id) changed.set(id, own);
+    }
+    const levels: HeatStackRef[][] = [];
+    let chainComplete = changed.size > 0;
+    for (let level = [...changed.values()]; level.length > 0 && levels.length < 8; ) {
+      levels.push(level);
+      const up = new Map<string, HeatStackRef>();
+      for (const r of level) {
+        const parent = parentOf.get(r.id);
+        if (parent === undefined) chainComplete = false;
+        else if (parent.id !== ref.id) up.set(parent.id, parent);
+      }
+      level = [...up.values()];
+    }
+    const pre: Prefetch = { opId: ctx.opOcc.id, stack: undefined as unknown as HeatStack, changedRows: new Map(), changedPorts: new Map() };
+    const stack = await waitUpdateWatching(
+      s.heat,
+      ref,
+      levels,
+      chainComplete,
+      (c) => {
+        ctx.log.debug({ step: 'heat.wait', stack: c.name }, 'changed stack updated; reading its resources');
+        const rows = s.heat.listResources(c, { signal: ctx.signal }).catch(() => undefined);
+        pre.changedRows.set(c.id, rows);
+        if (cached.ports !== undefined) pre.changedPorts.set(c.id, this.portFactsOf(ctx, s, c, 0).catch(() => undefined));
+      },
+      { ...this.poll(ctx), timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal, onPoll: (st) => ctx.log.debug({ step: 'heat.wait', stack: ref.name, status: st.stack_status }, 'stack status') },
+    );
+    pre.stack = stack;
+    this.keepPrefetch(ref.id, pre);
   }
 
   /**
@@ -887,23 +1016,35 @@ export class OpenStackDriver implements InfraDriver {
 
   private async healEntire(ctx: InfraContext, s: VimSession, plan: HealPlan): Promise<void> {
     let progress = ctx.state.entireHeal as EntireHealProgress | undefined;
+    /** The old stack as read by this attempt (not read again before its delete). */
+    let known: HeatStack | null | undefined;
     if (!isObject(progress) || typeof progress.phase !== 'string') {
       const stack = await this.findStack(ctx, s.heat);
+      known = stack;
       const current = stack === null ? null : parseNfvParameter(stack.parameters?.nfv);
       const fields = await this.stackFields(ctx, { current, requestNfv: plan.additionalParams.nfv });
       progress = { phase: 'deleting', parameters: fields.parameters, ...(stack === null ? {} : { oldStack: stackRefString(refOf(stack)) }) };
       ctx.state.entireHeal = progress;
       await ctx.checkpoint();
     }
+    // Whether this attempt saw the name free (the old stack deleted and no longer listed, or none).
+    let nameFree = false;
     if (progress.phase === 'deleting') {
-      const old = progress.oldStack === undefined ? null : await s.heat.findStack(progress.oldStack, { signal: ctx.signal });
+      const old =
+        progress.oldStack === undefined
+          ? null
+          : known != null && stackRefString(refOf(known)) === progress.oldStack
+            ? known
+            : await s.heat.findStack(progress.oldStack, { signal: ctx.signal });
       if (old !== null && old.stack_status !== 'DELETE_COMPLETE') {
         const ref = refOf(old);
         ctx.log.info({ step: 'heat.delete', stack: ref.name }, 'entire heal: deleting stack');
-        await this.settle(ctx, s.heat, ref);
+        await this.settle(ctx, s.heat, ref, old);
         await s.heat.deleteStack(ref, { signal: ctx.signal });
-        await s.heat.waitForDeleted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal, ...this.poll(ctx) });
-      }
+        // Gone once Heat no longer lists it (a create of the same name before that gets 409).
+        await s.heat.waitUntilUnlisted(ref, { timeoutMs: ctx.config.vim.stackTimeoutMs, signal: ctx.signal, ...this.poll(ctx) });
+        nameFree = true;
+      } else nameFree = known === null;
       progress.phase = 'deleted';
       delete ctx.state.stack;
       await ctx.checkpoint();
@@ -911,8 +1052,8 @@ export class OpenStackDriver implements InfraDriver {
     // 'deleted' or 'created': create (or adopt what an earlier attempt created) from the current package.
     const fields = await this.stackFields(ctx, { current: null });
     fields.parameters = progress.parameters;
-    const existing = await this.findStack(ctx, s.heat);
-    const created = await this.ensureStack(ctx, s, fields, existing);
+    const existing = nameFree ? null : await this.findStack(ctx, s.heat);
+    const created = await this.ensureStack(ctx, s, fields, existing, true);
     progress.phase = 'created';
     ctx.state.stack = stackRefString(refOf(created));
     await ctx.checkpoint();
@@ -958,19 +1099,23 @@ export class OpenStackDriver implements InfraDriver {
   private async portFactsOf(ctx: InfraContext, s: VimSession, ref: HeatStackRef, nestedDepth: number): Promise<Map<string, PortFacts> | undefined> {
     try {
       const rows = await s.heat.listResources(ref, { ...(nestedDepth > 0 ? { nestedDepth } : {}), withDetail: true, filters: { type: HEAT_TYPES.port }, signal: ctx.signal });
-      const out = new Map<string, PortFacts>();
-      for (const r of rows) {
-        // CP ports, and the top stack's other ports (a cluster's VIP port, reported in metadata.ports).
-        if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id || (!Object.hasOwn(ctx.flavour.cps, r.resource_name) && r.parent_resource)) continue;
-        const f = portFactsOf(r);
-        if (f !== undefined) out.set(r.physical_resource_id, f);
-      }
-      return out;
+      return this.portFactsFromRows(ctx, rows);
     } catch (e) {
       if (e instanceof OpenStackError && e.kind === OpenStackErrorKind.aborted) throw e;
       ctx.log.warn({ step: 'heat.list_ports', err: e instanceof Error ? e.message : String(e) }, 'cannot read the CP ports from Heat; addresses from Nova only');
       return undefined;
     }
+  }
+
+  /** Port facts of detailed port rows: CP ports, and the top stack's other ports (a cluster's VIP port, reported in metadata.ports). */
+  private portFactsFromRows(ctx: InfraContext, rows: readonly HeatResource[]): Map<string, PortFacts> {
+    const out = new Map<string, PortFacts>();
+    for (const r of rows) {
+      if (r.resource_type !== HEAT_TYPES.port || !r.physical_resource_id || (!Object.hasOwn(ctx.flavour.cps, r.resource_name) && r.parent_resource)) continue;
+      const f = portFactsOf(r);
+      if (f !== undefined) out.set(r.physical_resource_id, f);
+    }
+    return out;
   }
 
   /** Status, zone and addresses of servers from Nova (one listing); empty when the cloud has no Nova. */

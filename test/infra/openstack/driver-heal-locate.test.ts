@@ -31,6 +31,11 @@ function deepListings(calls: readonly HeatCall[]): HeatCall[] {
   return calls.filter((c) => c.method === 'GET' && c.path.endsWith('/resources') && /nested_depth=[1-9]/.test(c.query));
 }
 
+/** Reads of a stack itself (`GET /stacks/<name>/<id>`). */
+function stackReads(calls: readonly HeatCall[]): HeatCall[] {
+  return calls.filter((c) => c.method === 'GET' && /\/stacks\/[^/]+\/[^/]+$/.test(c.path));
+}
+
 function resourceListings(calls: readonly HeatCall[]): HeatCall[] {
   return calls.filter((c) => c.method === 'GET' && c.path.endsWith('/resources'));
 }
@@ -96,6 +101,7 @@ describe('OpenStack driver: heal at the stored location, partial re-observation 
 
     const { obs, calls: obsCalls } = await observeRecorded();
     assert.deepEqual(deepListings(obsCalls), [], 'the observation re-lists only the changed stack');
+    assert.deepEqual(stackReads(obsCalls), [], "the top stack is not read again: the heal wait's last poll is used");
     assert.deepEqual(obs, await fullObserve(), 'partial observation == full observation');
     const healed = obs.vnfcs.find((v) => v.stableKey === target.metadata?.heat_resource_path);
     assert.notEqual(healed?.computeResource.resourceId, target.computeResource.resourceId, 'target replaced');
@@ -172,5 +178,22 @@ describe('OpenStack driver: heal at the stored location, partial re-observation 
     const { obs, calls } = await observeRecorded();
     assert.equal(deepListings(calls).length, 1);
     assert.deepEqual(obs, await fullObserve());
+  });
+
+  it('after an entire heal the observation uses the listing read while the new stack was created (no request) and equals a full one', async () => {
+    applyObserved(ctx, (await observeRecorded()).obs);
+    const oldStack = ctx.instance.instantiatedVnfInfo?.metadata?.stack_id;
+    newOp(ctx, 'HEAL');
+    const calls = await healRecorded({ targets: [], entire: true, includeStorage: false, additionalParams: {} });
+    assert.deepEqual(deepListings(calls), [], 'the new stack is listed stack by stack, not with nested_depth');
+    const { obs, calls: obsCalls } = await observeRecorded();
+    assert.deepEqual(obsCalls.filter((c) => c.path.includes('/stacks')), [], 'no Heat request (only Nova is asked): the wait read the stack and its listing');
+    assert.notEqual(obs.metadata?.stack_id, oldStack, 'a new stack');
+    assert.deepEqual(obs, await fullObserve(), 'the listing read during the create == a nested_depth listing');
+    assert.equal(obs.vnfcs.length, 3);
+    // Used once: the next observation reads Heat again.
+    const again = await observeRecorded();
+    assert.equal(deepListings(again.calls).length, 1);
+    assert.deepEqual(again.obs, obs);
   });
 });

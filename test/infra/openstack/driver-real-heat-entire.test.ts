@@ -34,6 +34,8 @@ describe('OpenStack driver entire heal on a real Heat (basic_lcms_min)', { timeo
     await driver.heal(ctx, { targets: [], entire: true, includeStorage: false, additionalParams: {} });
     console.log(`# driver entire heal on real Heat: ${((performance.now() - t0) / 1000).toFixed(2)} s`);
     const after = await driver.observe(ctx);
+    // The listing read while the new stack was created == a full (nested_depth) observation.
+    assert.deepEqual(after, await createOpenStackDriver().observe(ctx), 'observation after the heal == full observation');
     applyObserved(ctx, after);
     assert.notEqual(after.metadata?.stack_id, before.metadata?.stack_id);
     assert.equal(after.vnfcs.filter((v) => v.vduId === 'VDU1').length, 2);

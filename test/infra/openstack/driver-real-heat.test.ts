@@ -72,6 +72,8 @@ describe('OpenStack driver on a real Heat (vm-basic)', { timeout: 180_000, skip:
     console.log(`# driver VNFC heal on real Heat: ${((performance.now() - t0) / 1000).toFixed(2)} s`);
     assert.equal(markCalls(rec.calls).length, 1);
     const after = await observe();
+    // What the heal's wait read on the way (changed member stack, its CP ports, the last poll) == a full observation.
+    assert.deepEqual(after, await createOpenStackDriver().observe(ctx), 'observation after the heal == full observation');
     for (const v of after.vnfcs) {
       const old = before.vnfcs.find((b) => b.stableKey === v.stableKey);
       assert.ok(old, `${v.stableKey} kept`);
@@ -88,6 +90,7 @@ describe('OpenStack driver on a real Heat (vm-basic)', { timeout: 180_000, skip:
     newOp(ctx, 'HEAL');
     await driver.heal(ctx, healPlan(ctx, [target], { includeStorage: true }));
     const after = await observe();
+    assert.deepEqual(after, await createOpenStackDriver().observe(ctx), 'observation after the heal == full observation');
     const healed = after.vnfcs.find((v) => v.vduId === 'VDU2');
     assert.notEqual(healed?.computeResource.resourceId, target.computeResource.resourceId);
     assert.notEqual(healed?.storageResourceIds?.[0], target.storageResourceIds[0]);
