@@ -23,12 +23,11 @@ import { type Kysely, type RawBuilder, sql } from 'kysely';
 import { Type } from 'typebox';
 import type { AppContext } from '../core/services.ts';
 import { vnfmError } from '../errors.ts';
+import { stampCommitOrder } from '../store/commit-order.ts';
 import type { Database } from '../store/schema.ts';
 import { tenantWhere } from './auth/tenant.ts';
 
 export const EVENTS_PATH = '/vnfm/v1/events';
-/** Advisory lock of the event_log stamper (distinct from the outbox's). */
-const EVENT_STAMP_LOCK = 7_340_021;
 const POLL_MS = 250;
 const HEARTBEAT_MS = 15_000;
 const RETAIN_MS = 24 * 3600_000;
@@ -46,12 +45,7 @@ interface Stream {
 /** Stamps visible rows in order; returns the highest stamped seq. */
 async function stamp(db: Kysely<Database>): Promise<number> {
   return db.transaction().execute(async (tx) => {
-    await sql`select pg_advisory_xact_lock(${EVENT_STAMP_LOCK})`.execute(tx);
-    await sql`
-      update event_log e set seq = s.n
-      from (select id, (select coalesce(max(seq), 0) from event_log) + row_number() over (order by id) as n
-            from event_log where seq is null) s
-      where e.id = s.id`.execute(tx);
+    await stampCommitOrder(tx, 'event_log');
     const r = await sql<{ m: string | number | null }>`select max(seq) as m from event_log`.execute(tx);
     return Number(r.rows[0]?.m ?? 0);
   });

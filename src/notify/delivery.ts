@@ -36,13 +36,11 @@ import { type Kysely, sql } from 'kysely';
 import type { VnfmMetrics } from '../core/metrics.ts';
 import type { VnfmConfig } from '../config.ts';
 import type { Logger } from '../logger.ts';
+import { stampCommitOrder } from '../store/commit-order.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 import { vnfmError } from '../errors.ts';
 import { CallbackAuthenticator, CallbackError, type NotificationCredentials, callConsumer } from './auth.ts';
-
-/** Advisory lock key of the outbox stamper (one claim stamps at a time, across processes). */
-const OUTBOX_STAMP_LOCK = 0x76_6e_66_6d_01; // 'vnfm' + 1
 
 /** Status values of an outbox row. */
 export const OUTBOX_STATUS = { PENDING: 'PENDING', DELIVERED: 'DELIVERED', DEAD: 'DEAD' } as const;
@@ -315,12 +313,7 @@ export class DeliveryWorker {
     return this.db.transaction().execute(async (tx) => {
       // Stamp what became visible since the last claim (its own statement: a snapshot taken after
       // the previous stamper committed).
-      await sql`select pg_advisory_xact_lock(${OUTBOX_STAMP_LOCK})`.execute(tx);
-      await sql`
-        update outbox o set seq = s.n
-        from (select id, (select coalesce(max(seq), 0) from outbox) + row_number() over (order by id) as n
-              from outbox where seq is null) s
-        where o.id = s.id`.execute(tx);
+      await stampCommitOrder(tx, 'outbox');
       const picked = await sql<{ id: number | string }>`
         select o.id from outbox o
         where o.id in (select distinct on (subscription_id) id from outbox

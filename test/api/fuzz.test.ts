@@ -17,23 +17,13 @@ import { buildCsarFromFiles } from '../../src/packages/csar-reader.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { FAKE_VIM, FakeDriver } from '../helpers/fake-driver.ts';
 import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
+import { rngOf } from '../helpers/prng.ts';
 
 const SEED = Number(process.env.VNFM_FUZZ_SEED ?? 20250611);
 const RANDOM_REQUESTS = 420;
 const MAX_BODY = 64 * 1024;
 const MAX_PACKAGE = 256 * 1024;
 
-/** mulberry32: small, fast, good enough, and the same sequence for the same seed everywhere. */
-function rngOf(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rng = rngOf(SEED);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)] as T;
 const chance = (p: number) => rng() < p;

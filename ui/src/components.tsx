@@ -230,3 +230,18 @@ export function time(iso: string | undefined | null): string {
 export function shortId(id: string | undefined): string {
   return id ? (id.length > 13 ? `${id.slice(0, 8)}…` : id) : '—';
 }
+
+/** The column heads of a data table (`<thead>` with one `scope="col"` cell per name). */
+export function ColumnHeads(props: { names: readonly string[] }) {
+  return (
+    <thead>
+      <tr>
+        {props.names.map((n) => (
+          <th key={n} scope="col">
+            {n}
+          </th>
+        ))}
+      </tr>
+    </thead>
+  );
+}

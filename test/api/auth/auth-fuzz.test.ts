@@ -15,20 +15,11 @@ import { sql } from 'kysely';
 import { OAuthService } from '../../../src/api/auth/oauth2.ts';
 import { type TestVnfm, testVnfm } from '../../helpers/app.ts';
 import { FakeKeystone } from '../../helpers/auth.ts';
+import { rngOf } from '../../helpers/prng.ts';
 
 const SEED = Number(process.env.VNFM_AUTH_FUZZ_SEED ?? 20261126);
 const ROUNDS = 400;
 
-function rngOf(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 const rng = rngOf(SEED);
 const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rng() * xs.length)] as T;
 const int = (n: number) => Math.floor(rng() * n);

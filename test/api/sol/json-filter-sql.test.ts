@@ -23,20 +23,10 @@ import { type FilterExpression, FILTER_OPERATORS, matchesFilter, parseFilter } f
 import { type JsonAttr, jsonTermCondition } from '../../../src/api/sol/json-filter.ts';
 import { type SqlListSpec, readPage } from '../../../src/api/sol/sql-list.ts';
 import { type TestStore, describeStores } from '../../helpers/db.ts';
+import { rngOf } from '../../helpers/prng.ts';
 
 const SEED = Number(process.env.VNFM_TEST_SEED ?? 20261126);
 
-/** mulberry32: a small deterministic PRNG. */
-function prng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const KEYS = ['a', 'b', 'c', 'x y', 'k/1', 'n,m', 'é'];
 const STRINGS = [
@@ -177,7 +167,7 @@ async function pipelineIds(store: TestStore, f: FilterExpression, pageSize: numb
 }
 
 function docsFor(seed: number, n: number, odd: boolean): Doc[] {
-  const r = prng(seed);
+  const r = rngOf(seed);
   return Array.from({ length: n }, (_, i) => ({ id: `d${String(i).padStart(4, '0')}`, doc: genDoc(r, odd) }));
 }
 
@@ -193,7 +183,7 @@ await describeStores('nested-JSON filters in SQL vs. the in-memory oracle', (env
   });
 
   it(`random documents and terms (seed ${SEED}): exact translations equal the oracle, the others are supersets`, async (t) => {
-    const r = prng(SEED + 1);
+    const r = rngOf(SEED + 1);
     let exact = 0;
     let selective = 0;
     let translated = 0;
@@ -221,7 +211,7 @@ await describeStores('nested-JSON filters in SQL vs. the in-memory oracle', (env
   });
 
   it('through the list pipeline (SQL, re-check, paging) every term and conjunction gives the oracle, in order', async () => {
-    const r = prng(SEED + 2);
+    const r = rngOf(SEED + 2);
     for (let i = 0; i < 120; i++) {
       const text = i % 3 === 0 ? `${genTerm(r, false)};${genTerm(r, false)}` : genTerm(r, false);
       const f = parseFilter(text);
@@ -306,7 +296,7 @@ await describeStores('nested-JSON filters in SQL: non-canonical date-times and e
   });
 
   it(`random documents with non-canonical date-times (seed ${SEED}): the list pipeline gives the oracle`, async () => {
-    const r = prng(SEED + 3);
+    const r = rngOf(SEED + 3);
     for (let i = 0; i < 150; i++) {
       const text = genTerm(r, true);
       const f = parseFilter(text);

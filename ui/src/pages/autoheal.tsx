@@ -1,7 +1,7 @@
 /** Auto-heal: the fault ledger, heal batches, suppressed batches with their reason and a release button; per-instance storm-guard settings are on the instance page. */
 import { useEffect, useState } from 'preact/hooks';
 import { api, listPage, type Problem } from '../api.ts';
-import { Badge, ConfirmDialog, Link, ProblemView, problemOf, shortId, time, useFeed, useInterval } from '../components.tsx';
+import { Badge, ColumnHeads, ConfirmDialog, Link, problemOf, ProblemView, shortId, time, useFeed, useInterval } from '../components.tsx';
 
 interface Batch {
   id: string;
@@ -80,17 +80,7 @@ export function AutohealPage() {
         <p>No batches.</p>
       ) : (
         <table data-testid="batches-table">
-          <thead>
-            <tr>
-              <th scope="col">Created</th>
-              <th scope="col">Status</th>
-              <th scope="col">Instance</th>
-              <th scope="col">VNFCs</th>
-              <th scope="col">Notifications</th>
-              <th scope="col">Heal</th>
-              <th scope="col">Reason</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Created', 'Status', 'Instance', 'VNFCs', 'Notifications', 'Heal', 'Reason']} />
           <tbody>
             {batches.map((b) => (
               <tr key={b.id} data-batch={b.id} data-status={b.status}>
@@ -117,17 +107,7 @@ export function AutohealPage() {
         <p>No fault notifications.</p>
       ) : (
         <table data-testid="faults-table">
-          <thead>
-            <tr>
-              <th scope="col">Received</th>
-              <th scope="col">Status</th>
-              <th scope="col">Fault</th>
-              <th scope="col">Server</th>
-              <th scope="col">Host</th>
-              <th scope="col">VNFC</th>
-              <th scope="col">Reason</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Received', 'Status', 'Fault', 'Server', 'Host', 'VNFC', 'Reason']} />
           <tbody>
             {faults.map((f) => (
               <tr key={f.id}>

@@ -1,7 +1,7 @@
 /** One instance: VNFCs with resources, hosts, addresses and health; cluster nodes; its operations; heal / scale / terminate / storm-guard settings. */
 import { useEffect, useState } from 'preact/hooks';
 import { api, listAll, type OpOcc, type Problem, solValue, type VnfInstance } from '../api.ts';
-import { Badge, ConfirmDialog, Link, ProblemView, problemOf, shortId, time, useFeed } from '../components.tsx';
+import { Badge, ColumnHeads, ConfirmDialog, Link, problemOf, ProblemView, shortId, time, useFeed } from '../components.tsx';
 import { addressesOf, healthOf, hostOf, OPEN_FAULT_STATES } from '../health.ts';
 
 interface Fault {
@@ -34,15 +34,7 @@ function ClusterNodes(props: { cluster: Record<string, unknown> }) {
         ))}
       </dl>
       <table data-testid="cluster-nodes">
-        <thead>
-          <tr>
-            <th scope="col">Node</th>
-            <th scope="col">Role</th>
-            <th scope="col">VNFC</th>
-            <th scope="col">Address</th>
-            <th scope="col">etcd member</th>
-          </tr>
-        </thead>
+        <ColumnHeads names={['Node', 'Role', 'VNFC', 'Address', 'etcd member']} />
         <tbody>
           {entries.map(([name, n]) => {
             const etcd = Object.entries(n).find(([k]) => /etcd/i.test(k))?.[1];
@@ -192,17 +184,7 @@ export function InstancePage(props: { id: string }) {
         <p>No VNFCs.</p>
       ) : (
         <table data-testid="vnfc-table">
-          <thead>
-            <tr>
-              <th scope="col">Select</th>
-              <th scope="col">VNFC</th>
-              <th scope="col">VDU</th>
-              <th scope="col">Health</th>
-              <th scope="col">Resource id</th>
-              <th scope="col">Host / node</th>
-              <th scope="col">CP addresses</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Select', 'VNFC', 'VDU', 'Health', 'Resource id', 'Host / node', 'CP addresses']} />
           <tbody>
             {vnfcs.map((c) => {
               const r = resById.get(c.vnfcResourceInfoId);
@@ -312,15 +294,7 @@ export function InstancePage(props: { id: string }) {
         <p>No operations.</p>
       ) : (
         <table data-testid="instance-ops">
-          <thead>
-            <tr>
-              <th scope="col">Operation</th>
-              <th scope="col">State</th>
-              <th scope="col">Automatic</th>
-              <th scope="col">Started</th>
-              <th scope="col">Id</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Operation', 'State', 'Automatic', 'Started', 'Id']} />
           <tbody>
             {ops.map((o) => (
               <tr key={o.id} data-op={o.id} data-state={o.operationState}>

@@ -2,7 +2,7 @@
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { listPage, type Problem, solValue, type VnfInstance } from '../api.ts';
 import { healthCounts } from '../health.ts';
-import { Badge, Link, ProblemView, navigate, problemOf, shortId, useFeed } from '../components.tsx';
+import { Badge, ColumnHeads, Link, navigate, problemOf, ProblemView, shortId, useFeed } from '../components.tsx';
 
 
 export function vimOf(i: VnfInstance): string {
@@ -103,16 +103,7 @@ export function InstancesPage(props: { route: string }) {
       ) : (
         <table data-testid="instances-table">
           <caption class="sr-only">VNF instances, page {pageNo + 1}</caption>
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">State</th>
-              <th scope="col">Product</th>
-              <th scope="col">VIM</th>
-              <th scope="col">VNFCs by health</th>
-              <th scope="col">Id</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Name', 'State', 'Product', 'VIM', 'VNFCs by health', 'Id']} />
           <tbody>
             {items.map((i) => {
               const c = healthCounts(i);

@@ -1,7 +1,7 @@
 /** Operations: the op occs, newest first, updated live from the feed; one op's progress, error and retry / fail / rollback. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, FINAL_STATES, listAll, type OpOcc, type Problem } from '../api.ts';
-import { Badge, ConfirmDialog, Link, ProblemView, navigate, problemOf, shortId, time, useFeed, useInterval } from '../components.tsx';
+import { Badge, ColumnHeads, ConfirmDialog, Link, navigate, problemOf, ProblemView, shortId, time, useFeed, useInterval } from '../components.tsx';
 import type { FeedEvent } from '../events.ts';
 
 interface TimelineEntry {
@@ -212,15 +212,7 @@ export function OperationsPage(props: { route: string }) {
             <p>No operations.</p>
           ) : (
             <table data-testid="ops-table">
-              <thead>
-                <tr>
-                  <th scope="col">Operation</th>
-                  <th scope="col">State</th>
-                  <th scope="col">Automatic</th>
-                  <th scope="col">Started</th>
-                  <th scope="col">Instance</th>
-                </tr>
-              </thead>
+              <ColumnHeads names={['Operation', 'State', 'Automatic', 'Started', 'Instance']} />
               <tbody>
                 {ops.map((o) => (
                   <tr key={o.id} data-op={o.id} data-state={o.operationState} class={o.id === selected ? 'selected' : undefined}>

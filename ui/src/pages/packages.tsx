@@ -1,7 +1,7 @@
 /** Packages: list, upload a CSAR (onboarding progress, errors at file:line), create + instantiate an instance of an onboarded package. */
 import { useEffect, useState } from 'preact/hooks';
 import { api, listAll, type Problem } from '../api.ts';
-import { Badge, ConfirmDialog, navigate, ProblemView, problemOf, shortId } from '../components.tsx';
+import { Badge, ColumnHeads, ConfirmDialog, navigate, problemOf, ProblemView, shortId } from '../components.tsx';
 import { type Vim, vimsOf } from './vims.tsx';
 
 interface Pkg {
@@ -126,17 +126,7 @@ export function PackagesPage() {
         <p>No packages yet.</p>
       ) : (
         <table data-testid="packages-table">
-          <thead>
-            <tr>
-              <th scope="col">Product</th>
-              <th scope="col">VNFD id</th>
-              <th scope="col">Onboarding</th>
-              <th scope="col">Operational</th>
-              <th scope="col">Usage</th>
-              <th scope="col">Id</th>
-              <th scope="col">Actions</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Product', 'VNFD id', 'Onboarding', 'Operational', 'Usage', 'Id', 'Actions']} />
           <tbody>
             {pkgs.map((p) => (
               <tr key={p.id} data-pkg={p.id}>

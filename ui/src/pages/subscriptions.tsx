@@ -1,7 +1,7 @@
 /** Subscriptions: the LCM notification subscriptions (v2) and their delivery state. */
 import { useEffect, useState } from 'preact/hooks';
 import { listAll, type Problem } from '../api.ts';
-import { ProblemView, problemOf, shortId } from '../components.tsx';
+import { ColumnHeads, problemOf, ProblemView, shortId } from '../components.tsx';
 
 interface Subscription {
   id: string;
@@ -28,14 +28,7 @@ export function SubscriptionsPage() {
         <p>No subscriptions.</p>
       ) : subs ? (
         <table data-testid="subs-table">
-          <thead>
-            <tr>
-              <th scope="col">Callback</th>
-              <th scope="col">Verbosity</th>
-              <th scope="col">Filter</th>
-              <th scope="col">Id</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Callback', 'Verbosity', 'Filter', 'Id']} />
           <tbody>
             {subs.map((s) => (
               <tr key={s.id}>

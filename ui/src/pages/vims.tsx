@@ -1,7 +1,7 @@
 /** VIMs: the registered VIMs (secrets never shown: the API masks them) and a registration form (secrets write-only). */
 import { useEffect, useState } from 'preact/hooks';
 import { api, type Problem } from '../api.ts';
-import { Badge, ConfirmDialog, ProblemView, problemOf, shortId } from '../components.tsx';
+import { Badge, ColumnHeads, ConfirmDialog, problemOf, ProblemView, shortId } from '../components.tsx';
 
 export interface Vim {
   id: string;
@@ -67,17 +67,7 @@ export function VimsPage() {
         <p>No VIMs registered.</p>
       ) : (
         <table data-testid="vims-table">
-          <thead>
-            <tr>
-              <th scope="col">Name</th>
-              <th scope="col">Type</th>
-              <th scope="col">Endpoint</th>
-              <th scope="col">Project</th>
-              <th scope="col">Default</th>
-              <th scope="col">Status</th>
-              <th scope="col">Id</th>
-            </tr>
-          </thead>
+          <ColumnHeads names={['Name', 'Type', 'Endpoint', 'Project', 'Default', 'Status', 'Id']} />
           <tbody>
             {vims.map((v) => (
               <tr key={v.id}>
