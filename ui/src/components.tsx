@@ -245,3 +245,13 @@ export function ColumnHeads(props: { names: readonly string[] }) {
     </thead>
   );
 }
+
+/** One labelled fact of a `<dl class="facts">` (a `<dt>`/`<dd>` pair in its own group). */
+export function Fact(props: { label: string; children: ComponentChildren }) {
+  return (
+    <div>
+      <dt>{props.label}</dt>
+      <dd>{props.children}</dd>
+    </div>
+  );
+}

@@ -1,7 +1,7 @@
 /** One instance: VNFCs with resources, hosts, addresses and health; cluster nodes; its operations; heal / scale / terminate / storm-guard settings. */
 import { useEffect, useState } from 'preact/hooks';
 import { api, listAll, type OpOcc, type Problem, solValue, type VnfInstance } from '../api.ts';
-import { Badge, ColumnHeads, ConfirmDialog, Link, problemOf, ProblemView, shortId, time, useFeed } from '../components.tsx';
+import { Badge, ColumnHeads, ConfirmDialog, Fact, Link, problemOf, ProblemView, shortId, time, useFeed } from '../components.tsx';
 import { addressesOf, healthOf, hostOf, OPEN_FAULT_STATES } from '../health.ts';
 
 interface Fault {
@@ -123,36 +123,18 @@ export function InstancePage(props: { id: string }) {
       <h1 id="inst-h">{inst.vnfInstanceName || inst.id}</h1>
       <ProblemView problem={err} />
       <dl class="facts">
-        <div>
-          <dt>Id</dt>
-          <dd>
-            <code>{inst.id}</code>
-          </dd>
-        </div>
-        <div>
-          <dt>State</dt>
-          <dd>
-            <Badge value={inst.instantiationState} /> {info ? <Badge value={info.vnfState} /> : null}
-          </dd>
-        </div>
-        <div>
-          <dt>Product</dt>
-          <dd>
-            {inst.vnfProvider} {inst.vnfProductName} {inst.vnfSoftwareVersion} (VNFD {inst.vnfdVersion})
-          </dd>
-        </div>
-        <div>
-          <dt>Flavour</dt>
-          <dd>{info?.flavourId ?? '—'}</dd>
-        </div>
-        <div>
-          <dt>Scale</dt>
-          <dd>{(info?.scaleStatus ?? []).map((s) => `${s.aspectId}: ${s.scaleLevel}`).join(', ') || '—'}</dd>
-        </div>
-        <div>
-          <dt>Running operation</dt>
-          <dd>{running ? <Link to={`/operations?op=${running.id}`}>{`${running.operation} ${running.operationState}`}</Link> : 'none'}</dd>
-        </div>
+        <Fact label="Id">
+          <code>{inst.id}</code>
+        </Fact>
+        <Fact label="State">
+          <Badge value={inst.instantiationState} /> {info ? <Badge value={info.vnfState} /> : null}
+        </Fact>
+        <Fact label="Product">
+          {inst.vnfProvider} {inst.vnfProductName} {inst.vnfSoftwareVersion} (VNFD {inst.vnfdVersion})
+        </Fact>
+        <Fact label="Flavour">{info?.flavourId ?? '—'}</Fact>
+        <Fact label="Scale">{(info?.scaleStatus ?? []).map((s) => `${s.aspectId}: ${s.scaleLevel}`).join(', ') || '—'}</Fact>
+        <Fact label="Running operation">{running ? <Link to={`/operations?op=${running.id}`}>{`${running.operation} ${running.operationState}`}</Link> : 'none'}</Fact>
       </dl>
 
       {inst.instantiationState === 'INSTANTIATED' ? (

@@ -1,7 +1,7 @@
 /** Operations: the op occs, newest first, updated live from the feed; one op's progress, error and retry / fail / rollback. */
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { api, FINAL_STATES, listAll, type OpOcc, type Problem } from '../api.ts';
-import { Badge, ColumnHeads, ConfirmDialog, Link, navigate, problemOf, ProblemView, shortId, time, useFeed, useInterval } from '../components.tsx';
+import { Badge, ColumnHeads, ConfirmDialog, Fact, Link, navigate, problemOf, ProblemView, shortId, time, useFeed, useInterval } from '../components.tsx';
 import type { FeedEvent } from '../events.ts';
 
 interface TimelineEntry {
@@ -61,30 +61,15 @@ function OpDetail(props: { id: string; onChanged: () => void }) {
         {op.operation} <Badge value={op.operationState} />
       </h2>
       <dl class="facts">
-        <div>
-          <dt>Id</dt>
-          <dd>
-            <code>{op.id}</code>
-          </dd>
-        </div>
-        <div>
-          <dt>Instance</dt>
-          <dd>
-            <Link to={`/instances/${encodeURIComponent(op.vnfInstanceId)}`}>{shortId(op.vnfInstanceId)}</Link>
-          </dd>
-        </div>
-        <div>
-          <dt>Started</dt>
-          <dd>{time(op.startTime)}</dd>
-        </div>
-        <div>
-          <dt>State since</dt>
-          <dd>{time(op.stateEnteredTime)}</dd>
-        </div>
-        <div>
-          <dt>Automatic</dt>
-          <dd>{op.isAutomaticInvocation ? 'yes (auto-heal)' : 'no'}</dd>
-        </div>
+        <Fact label="Id">
+          <code>{op.id}</code>
+        </Fact>
+        <Fact label="Instance">
+          <Link to={`/instances/${encodeURIComponent(op.vnfInstanceId)}`}>{shortId(op.vnfInstanceId)}</Link>
+        </Fact>
+        <Fact label="Started">{time(op.startTime)}</Fact>
+        <Fact label="State since">{time(op.stateEnteredTime)}</Fact>
+        <Fact label="Automatic">{op.isAutomaticInvocation ? 'yes (auto-heal)' : 'no'}</Fact>
       </dl>
       {op.vnfmProgress ? (
         <div class="progress" role="status">
