@@ -98,13 +98,15 @@ function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
     ctx.notifier.onQueued(() => n.worker.wake());
     return { start: () => n.worker.start(), stop: () => n.worker.stop() };
   };
+  const wanted = (n: BuiltinName): boolean => !without.includes(n);
   const optional: [BuiltinName, VnfmPlugin][] = [
     ['sync', setupSync],
     ['notifications', notifications],
     ['autoheal', setupAutoheal],
-    ['sim', setupSimCloud],
   ];
-  return [setupEngine, ...optional.filter(([n]) => !without.includes(n)).map(([, p]) => p)];
+  // The simulated cloud (and the lab's hosts) starts first and stops last: the operations the
+  // engine resumes at start-up, and those it drains at shutdown, reach the VIMs they were using.
+  return [...(wanted('sim') ? [setupSimCloud] : []), setupEngine, ...optional.filter(([n]) => wanted(n)).map(([, p]) => p)];
 }
 
 /** Starts the VNFM with the given config. */

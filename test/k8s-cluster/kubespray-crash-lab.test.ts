@@ -136,7 +136,8 @@ describe('k8s-kubespray: VNFM killed during a play', { skip: lab.skip }, () => {
     await until('the restarted VNFM waiting for the running play', () => restarted.lines.some((l) => typeof l.msg === 'string' && l.msg.includes(`waiting for the running cluster.yml (run ${run}`)));
     writeFileSync(join(sprayRoot, 'hold-switch', 'release'), '');
     await until('cluster.yml finished', () => existsSync(rcFile));
-    assert.equal(readFileSync(rcFile, 'utf8').trim(), '0');
+    const runLog = join(inventory, '.healvnfm', 'runs', run, 'log');
+    assert.equal(readFileSync(rcFile, 'utf8').trim(), '0', `the play failed; its log ends:\n${existsSync(runLog) ? readFileSync(runLog, 'utf8').split('\n').slice(-60).join('\n') : '(no log)'}\nthe restarted VNFM logged:\n${restarted.lines.map((l) => JSON.stringify(l)).slice(-80).join('\n')}`);
     assert.equal(existsSync(join(inventory, '.healvnfm', 'runs', run, 'secrets.yaml')), false, 'the secret inventory is gone with the play');
     const done = await until('the instantiate to end', async () => {
       const o = await api('GET', `/vnflcm/v2/vnf_lcm_op_occs/${opId}`);

@@ -343,14 +343,17 @@ describe('SSH executor on a real sshd', { skip: lab.skip }, () => {
     cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
     const denied = await rejection(s.upload(`${dir}/a.conf`, 'nope'));
     assert.equal(denied.code, 'VNFM_ERR_MGMT_COMMAND');
-    const before = readdirSync('/tmp').filter((n) => n.startsWith('.hvvnfm-upload-'));
+    // only this user's temp files: lab tests running at the same time upload with sudo as other users
+    const uid = Number(spawnSync('id', ['-u', sshd.user], { encoding: 'utf8' }).stdout.trim());
+    const uploadTemps = () => readdirSync('/tmp').filter((n) => n.startsWith('.hvvnfm-upload-') && statSync(join('/tmp', n), { throwIfNoEntry: false })?.uid === uid);
+    const before = uploadTemps();
     await s.upload(`${dir}/a.conf`, 'root data\n', { sudo: true, mode: 0o600 });
     const st = statSync(`${dir}/a.conf`);
     assert.equal(st.uid, 0);
     assert.equal(st.mode & 0o777, 0o600);
     assert.equal(readFileSync(`${dir}/a.conf`, 'utf8'), 'root data\n');
     assert.deepEqual(
-      readdirSync('/tmp').filter((n) => n.startsWith('.hvvnfm-upload-')),
+      uploadTemps(),
       before,
       'the temp file is removed',
     );

@@ -18,18 +18,8 @@
  */
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
-import {
-  ApiException,
-  CoreV1Api,
-  createConfiguration,
-  KubeConfig,
-  type KubernetesObject,
-  KubernetesObjectApi,
-  PatchStrategy,
-  type ResponseContext,
-  ServerConfiguration,
-  Watch,
-} from '@kubernetes/client-node';
+import type * as K8s from '@kubernetes/client-node';
+import type { CoreV1Api, KubeConfig, KubernetesObject, KubernetesObjectApi, ResponseContext, Watch } from '@kubernetes/client-node';
 import { parseRetryAfter, vnfmError } from '../../errors.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import { KUBE_RETRY_STATUSES, KubeApiError } from './kube-error.ts';
@@ -114,29 +104,60 @@ export interface KubeList {
   resourceVersion: string | undefined;
 }
 
+/** The Kubernetes client library's exports. */
+export type KubeLib = typeof K8s;
+
+let libLoad: Promise<KubeLib> | undefined;
+
+/**
+ * `@kubernetes/client-node`, loaded on first use: it is the largest package the VNFM depends on
+ * (~2,500 generated model modules), and a VNFM that has no Kubernetes work yet does not pay for it
+ * at start-up.
+ */
+export function kubeLib(): Promise<KubeLib> {
+  libLoad ??= import('@kubernetes/client-node');
+  return libLoad;
+}
+
+/** The `KubernetesObjectApi` of a {@link KubeClient}: plain JSON answers, and the kind -> URL mapping. */
+interface PlainObjectApi extends KubernetesObjectApi {
+  /** The collection path (`/apis/apps/v1/namespaces/ns/deployments`) of a kind. */
+  collectionPath(apiVersion: string, kind: string, namespace: string | undefined): Promise<string>;
+}
+
 /**
  * `KubernetesObjectApi` answering plain JSON, and exposing the library's kind -> URL mapping
  * (discovery-backed, cached) for watch paths.
  */
-class PlainObjectApi extends KubernetesObjectApi {
-  protected override async processResponse<T extends KubernetesObject>(response: ResponseContext): Promise<T> {
-    const text = await response.body.text();
-    if (response.httpStatusCode >= 200 && response.httpStatusCode <= 299) {
-      return (text === '' ? {} : JSON.parse(text)) as T;
+function plainObjectApi(lib: KubeLib, config: ConstructorParameters<typeof KubernetesObjectApi>[0]): PlainObjectApi {
+  class Plain extends lib.KubernetesObjectApi {
+    protected override async processResponse<T extends KubernetesObject>(response: ResponseContext): Promise<T> {
+      const text = await response.body.text();
+      if (response.httpStatusCode >= 200 && response.httpStatusCode <= 299) {
+        return (text === '' ? {} : JSON.parse(text)) as T;
+      }
+      let body: unknown = text;
+      try {
+        body = JSON.parse(text);
+      } catch {
+        // not JSON (a proxy's HTML page): keep the text
+      }
+      throw new lib.ApiException(response.httpStatusCode, 'Unsuccessful HTTP Request', body, response.headers);
     }
-    let body: unknown = text;
-    try {
-      body = JSON.parse(text);
-    } catch {
-      // not JSON (a proxy's HTML page): keep the text
-    }
-    throw new ApiException(response.httpStatusCode, 'Unsuccessful HTTP Request', body, response.headers);
-  }
 
-  /** The collection path (`/apis/apps/v1/namespaces/ns/deployments`) of a kind. */
-  collectionPath(apiVersion: string, kind: string, namespace: string | undefined): Promise<string> {
-    return this.specUriPath({ apiVersion, kind, metadata: namespace === undefined ? {} : { namespace } }, 'list');
+    collectionPath(apiVersion: string, kind: string, namespace: string | undefined): Promise<string> {
+      return this.specUriPath({ apiVersion, kind, metadata: namespace === undefined ? {} : { namespace } }, 'list');
+    }
   }
+  return new Plain(config);
+}
+
+/** The library objects of a client, made on its first call. */
+interface Parts {
+  lib: KubeLib;
+  api: PlainObjectApi;
+  core: CoreV1Api;
+  watcher: Watch;
 }
 
 function errorCode(err: unknown, depth = 0): string | undefined {
@@ -185,9 +206,10 @@ function pemToCaData(pem: string): string {
 
 /** Kubernetes API client of one VIM. */
 export class KubeClient {
-  private readonly api: PlainObjectApi;
-  private readonly core: CoreV1Api;
-  private readonly watcher: Watch;
+  /** The library objects, shared by every {@link withSignal} view; made on the first call. */
+  private readonly made: { parts?: Promise<Parts> } = {};
+  private readonly build: (lib: KubeLib) => KubeConfig;
+  private readonly timeoutMs: number;
   private readonly attempts: number;
   private readonly baseDelayMs: number;
   private readonly maxDelayMs: number;
@@ -198,33 +220,46 @@ export class KubeClient {
   /** Cancels every call and wait made through this view (see {@link withSignal}). */
   protected boundSignal: AbortSignal | undefined;
 
-  constructor(kc: KubeConfig, options: KubeClientOptions = {}) {
-    const cluster = kc.getCurrentCluster();
-    if (!cluster) throw vnfmError('VNFM_ERR_VIM_INVALID', 'Kubernetes VIM: no cluster configured');
-    this.server = cluster.server;
+  /**
+   * @param server the API server URL (for messages; the one `build`'s current cluster names)
+   * @param build makes the client's kubeconfig from the library, on the first call
+   */
+  constructor(server: string, build: (lib: KubeLib) => KubeConfig, options: KubeClientOptions = {}) {
+    if (!server) throw vnfmError('VNFM_ERR_VIM_INVALID', 'Kubernetes VIM: no cluster configured');
+    this.server = server;
+    this.build = build;
     this.attempts = options.attempts ?? 4;
     this.baseDelayMs = options.baseDelayMs ?? 200;
     this.maxDelayMs = options.maxDelayMs ?? 2000;
     this.random = options.random ?? Math.random;
     this.onRetry = options.onRetry;
-    const timeoutMs = options.requestTimeoutMs ?? 30_000;
-    const config = createConfiguration({
-      baseServer: new ServerConfiguration(cluster.server, {}),
-      authMethods: { default: kc },
-      promiseMiddleware: [
-        {
-          pre: async (ctx) => {
-            const op = callSignal.getStore();
-            ctx.setSignal(op === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([AbortSignal.timeout(timeoutMs), op]));
-            return ctx;
+    this.timeoutMs = options.requestTimeoutMs ?? 30_000;
+  }
+
+  /** Loads the library and makes the API objects (once per client). */
+  private parts(): Promise<Parts> {
+    this.made.parts ??= kubeLib().then((lib) => {
+      const kc = this.build(lib);
+      const cluster = kc.getCurrentCluster();
+      if (!cluster) throw vnfmError('VNFM_ERR_VIM_INVALID', 'Kubernetes VIM: no cluster configured');
+      const timeoutMs = this.timeoutMs;
+      const config = lib.createConfiguration({
+        baseServer: new lib.ServerConfiguration(cluster.server, {}),
+        authMethods: { default: kc },
+        promiseMiddleware: [
+          {
+            pre: async (ctx) => {
+              const op = callSignal.getStore();
+              ctx.setSignal(op === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([AbortSignal.timeout(timeoutMs), op]));
+              return ctx;
+            },
+            post: async (res) => res,
           },
-          post: async (res) => res,
-        },
-      ],
+        ],
+      });
+      return { lib, api: plainObjectApi(lib, config), core: new lib.CoreV1Api(config), watcher: new lib.Watch(kc) };
     });
-    this.api = new PlainObjectApi(config);
-    this.core = new CoreV1Api(config);
-    this.watcher = new Watch(kc);
+    return this.made.parts;
   }
 
   /**
@@ -245,14 +280,21 @@ export class KubeClient {
     const ca = vim.interfaceInfo.ssl_ca_cert;
     // client-node refuses plain http unless skipTLSVerify is set (there is no TLS to verify then).
     const skipTLSVerify = endpoint.startsWith('http:') || vim.interfaceInfo.skipCertificateVerification === true;
-    const kc = new KubeConfig();
-    kc.loadFromOptions({
-      clusters: [{ name: 'vim', server: endpoint, skipTLSVerify, ...(typeof ca === 'string' && ca !== '' ? { caData: pemToCaData(ca) } : {}) }],
-      users: [{ name: 'vnfm', token }],
-      contexts: [{ name: 'vim', cluster: 'vim', user: 'vnfm' }],
-      currentContext: 'vim',
-    });
-    return new KubeClient(kc, options);
+    const caData = typeof ca === 'string' && ca !== '' ? pemToCaData(ca) : undefined;
+    return new KubeClient(
+      endpoint,
+      (lib) => {
+        const kc = new lib.KubeConfig();
+        kc.loadFromOptions({
+          clusters: [{ name: 'vim', server: endpoint, skipTLSVerify, ...(caData === undefined ? {} : { caData }) }],
+          users: [{ name: 'vnfm', token }],
+          contexts: [{ name: 'vim', cluster: 'vim', user: 'vnfm' }],
+          currentContext: 'vim',
+        });
+        return kc;
+      },
+      options,
+    );
   }
 
   /**
@@ -285,16 +327,17 @@ export class KubeClient {
    * Runs `fn`, retrying transient failures (a `Retry-After` raises the delay, within
    * `maxDelayMs`); maps every failure to a {@link KubeApiError}.
    */
-  private async call<T>(op: string, fn: () => Promise<T>, noRetry?: ReadonlySet<number>): Promise<T> {
+  private async call<T>(op: string, fn: (p: Parts) => Promise<T>, noRetry?: ReadonlySet<number>): Promise<T> {
     const signal = this.boundSignal;
+    const parts = await this.parts();
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw this.cancelled(op, signal.reason);
       let err: KubeApiError;
       try {
-        return await callSignal.run(signal, fn);
+        return await callSignal.run(signal, () => fn(parts));
       } catch (e) {
         if (signal?.aborted) throw this.cancelled(op, e);
-        err = this.toError(op, e, attempt);
+        err = this.toError(op, e, attempt, parts.lib);
       }
       if (!err.retryable || attempt >= this.attempts || (err.status !== undefined && noRetry?.has(err.status))) throw err;
       const delayMs = Math.max(this.delay(attempt), Math.min(this.maxDelayMs, err.retryAfterMs ?? 0));
@@ -307,9 +350,9 @@ export class KubeClient {
     }
   }
 
-  private toError(op: string, e: unknown, attempt: number): KubeApiError {
+  private toError(op: string, e: unknown, attempt: number, lib: KubeLib): KubeApiError {
     if (e instanceof KubeApiError) return e;
-    if (e instanceof ApiException) {
+    if (e instanceof lib.ApiException) {
       const status = e.code;
       const s = statusOf(e.body);
       const retryable = KUBE_RETRY_STATUSES.has(status);
@@ -340,18 +383,18 @@ export class KubeClient {
 
   /** Creates an object (POST to its collection). Throws 409 `AlreadyExists` when the name is taken. */
   create(obj: KubeObject): Promise<KubeObject> {
-    return this.call(`create ${describe(obj)}`, () => this.api.create(structuredClone(obj) as KubernetesObject) as Promise<KubeObject>);
+    return this.call(`create ${describe(obj)}`, ({ api }) => api.create(structuredClone(obj) as KubernetesObject) as Promise<KubeObject>);
   }
 
   /** Replaces an object (PUT). */
   replace(obj: KubeObject): Promise<KubeObject> {
-    return this.call(`replace ${describe(obj)}`, () => this.api.replace(structuredClone(obj) as KubernetesObject) as Promise<KubeObject>);
+    return this.call(`replace ${describe(obj)}`, ({ api }) => api.replace(structuredClone(obj) as KubernetesObject) as Promise<KubeObject>);
   }
 
   /** Applies a JSON merge patch (RFC 7386) to an object, e.g. `{ spec: { replicas: 3 } }`. */
   mergePatch(ref: ObjectRef, patch: Record<string, unknown>): Promise<KubeObject> {
     const body = { ...structuredClone(patch), apiVersion: ref.apiVersion, kind: ref.kind, metadata: { ...((patch.metadata as object) ?? {}), ...header(ref) } };
-    return this.call(`patch ${describe(ref)}`, () => this.api.patch(body as KubernetesObject, undefined, undefined, undefined, undefined, PatchStrategy.MergePatch) as Promise<KubeObject>);
+    return this.call(`patch ${describe(ref)}`, ({ api, lib }) => api.patch(body as KubernetesObject, undefined, undefined, undefined, undefined, lib.PatchStrategy.MergePatch) as Promise<KubeObject>);
   }
 
   /**
@@ -361,8 +404,8 @@ export class KubeClient {
    */
   async delete(ref: ObjectRef, opts: DeleteOptions = {}): Promise<'deleted' | 'gone'> {
     try {
-      await this.call(`delete ${describe(ref)}`, () =>
-        this.api.delete(
+      await this.call(`delete ${describe(ref)}`, ({ api }) =>
+        api.delete(
           { apiVersion: ref.apiVersion, kind: ref.kind, metadata: header(ref) },
           undefined,
           undefined,
@@ -392,7 +435,7 @@ export class KubeClient {
       ...(opts.gracePeriodSeconds === undefined ? {} : { deleteOptions: { gracePeriodSeconds: opts.gracePeriodSeconds } }),
     };
     try {
-      await this.call(`evict Pod ${pod.namespace}/${pod.name}`, () => this.core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }), new Set([429]));
+      await this.call(`evict Pod ${pod.namespace}/${pod.name}`, ({ core }) => core.createNamespacedPodEviction({ name: pod.name, namespace: pod.namespace, body }), new Set([429]));
       return { outcome: 'evicted' };
     } catch (e) {
       if (KubeApiError.isStatus(e, 404)) return { outcome: 'gone' };
@@ -404,7 +447,7 @@ export class KubeClient {
   /** Reads an object; undefined when it does not exist. */
   async get(ref: ObjectRef): Promise<KubeObject | undefined> {
     try {
-      return await this.call(`get ${describe(ref)}`, () => this.api.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: header(ref) }) as Promise<KubeObject>);
+      return await this.call(`get ${describe(ref)}`, ({ api }) => api.read({ apiVersion: ref.apiVersion, kind: ref.kind, metadata: header(ref) }) as Promise<KubeObject>);
     } catch (e) {
       if (KubeApiError.isStatus(e, 404)) return undefined;
       throw e;
@@ -414,8 +457,8 @@ export class KubeClient {
   /** Lists objects of a kind in a namespace (all namespaces when undefined), optionally filtered. */
   async list(apiVersion: string, kind: string, namespace: string | undefined, selectors: { labelSelector?: string; fieldSelector?: string } = {}): Promise<KubeList> {
     const where = namespace === undefined ? '' : ` in namespace ${namespace}`;
-    const res = (await this.call(`list ${kind}${where}`, () =>
-      this.api.list(apiVersion, kind, namespace, undefined, undefined, undefined, selectors.fieldSelector, selectors.labelSelector),
+    const res = (await this.call(`list ${kind}${where}`, ({ api }) =>
+      api.list(apiVersion, kind, namespace, undefined, undefined, undefined, selectors.fieldSelector, selectors.labelSelector),
     )) as unknown as { items?: KubeObject[]; metadata?: { resourceVersion?: string } };
     const items = (res.items ?? []).map((o) => ({ ...o, apiVersion: o.apiVersion ?? apiVersion, kind: o.kind ?? kind }));
     return { items, resourceVersion: res.metadata?.resourceVersion };
@@ -434,7 +477,7 @@ export class KubeClient {
     onEvent: (ev: WatchEvent) => void,
     onDone: (err: unknown) => void,
   ): Promise<WatchHandle> {
-    const path = await this.call(`discover ${apiVersion} ${kind}`, () => this.api.collectionPath(apiVersion, kind, namespace));
+    const path = await this.call(`discover ${apiVersion} ${kind}`, ({ api }) => api.collectionPath(apiVersion, kind, namespace));
     const params: Record<string, string | number | boolean | undefined> = { allowWatchBookmarks: true };
     if (query.labelSelector !== undefined) params.labelSelector = query.labelSelector;
     if (query.fieldSelector !== undefined) params.fieldSelector = query.fieldSelector;
@@ -443,7 +486,8 @@ export class KubeClient {
     let stopped = false;
     const signal = this.boundSignal;
     if (signal?.aborted) throw this.cancelled(`watch ${kind}`, signal.reason);
-    const controller = await this.watcher.watch(
+    const { watcher } = await this.parts();
+    const controller = await watcher.watch(
       path,
       params,
       (type, obj) => {

@@ -6,7 +6,7 @@
  * (ServiceAccount + ClusterRoleBinding + an explicit `kubernetes.io/service-account-token` Secret,
  * polled until the token controller fills it: works from Kubernetes 1.24 on too).
  */
-import { KubeConfig } from '@kubernetes/client-node';
+import { parse as parseYaml } from 'yaml';
 import { vnfmError } from '../../../errors.ts';
 import { type EvictionOutcome, type KubeClientOptions, type KubeList, type KubeObject, KubeClient, type ObjectRef } from '../../../infra/kubernetes/kube-client.ts';
 
@@ -45,7 +45,6 @@ export type KubeApiFactory = (c: ClusterConnection) => KubeApi;
 /** The default factory: a {@link KubeClient} (bounded retries, per-request timeout). */
 export function kubeClientFactory(options: KubeClientOptions = {}): KubeApiFactory {
   return (c) => {
-    const kc = new KubeConfig();
     const cluster = {
       name: 'cluster',
       server: c.server,
@@ -53,36 +52,71 @@ export function kubeClientFactory(options: KubeClientOptions = {}): KubeApiFacto
       ...(c.caCert ? { caData: Buffer.from(c.caCert, 'utf8').toString('base64') } : {}),
       ...(c.tlsServerName ? { tlsServerName: c.tlsServerName } : {}),
     };
+    const contexts = [{ name: 'c', cluster: 'cluster', user: 'admin' }];
+    let build: ConstructorParameters<typeof KubeClient>[1];
     if (c.token) {
-      kc.loadFromOptions({ clusters: [cluster], users: [{ name: 'admin', token: c.token }], contexts: [{ name: 'c', cluster: 'cluster', user: 'admin' }], currentContext: 'c' });
+      const token = c.token;
+      build = (lib) => {
+        const kc = new lib.KubeConfig();
+        kc.loadFromOptions({ clusters: [cluster], users: [{ name: 'admin', token }], contexts, currentContext: 'c' });
+        return kc;
+      };
     } else if (c.kubeconfig) {
-      const src = new KubeConfig();
-      src.loadFromString(c.kubeconfig);
-      const user = src.getCurrentUser();
-      const own = src.getCurrentCluster();
-      if (!user) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'the admin kubeconfig of the cluster has no user');
-      kc.loadFromOptions({
-        clusters: [{ ...cluster, ...(cluster.caData === undefined && own?.caData ? { caData: own.caData } : {}) }],
-        users: [{ ...user, name: 'admin' }],
-        contexts: [{ name: 'c', cluster: 'cluster', user: 'admin' }],
-        currentContext: 'c',
-      });
+      const text = c.kubeconfig;
+      const parts = kubeconfigParts(text);
+      if (!parts.hasUser) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'the admin kubeconfig of the cluster has no user');
+      build = (lib) => {
+        const src = new lib.KubeConfig();
+        src.loadFromString(text);
+        const user = src.getCurrentUser();
+        if (!user) throw vnfmError('VNFM_ERR_MGMT_FAILED', 'the admin kubeconfig of the cluster has no user');
+        const kc = new lib.KubeConfig();
+        kc.loadFromOptions({
+          clusters: [{ ...cluster, ...(cluster.caData === undefined && parts.caData ? { caData: parts.caData } : {}) }],
+          users: [{ ...user, name: 'admin' }],
+          contexts,
+          currentContext: 'c',
+        });
+        return kc;
+      };
     } else {
       throw vnfmError('VNFM_ERR_MGMT_FAILED', 'no credentials for the cluster API');
     }
-    return new KubeClient(kc, options).withSignal(c.signal);
+    return new KubeClient(c.server, build, options).withSignal(c.signal);
+  };
+}
+
+/**
+ * What the VNFM reads from a kubeconfig (the main master's `admin.conf`) itself: its current
+ * context's cluster server and CA (`certificate-authority-data`, base64), and whether it names a
+ * user. Empty when the text is not a kubeconfig.
+ */
+export function kubeconfigParts(text: string): { server?: string; caData?: string; hasUser: boolean } {
+  let doc: unknown;
+  try {
+    doc = parseYaml(text);
+  } catch {
+    return { hasUser: false };
+  }
+  if (doc === null || typeof doc !== 'object') return { hasUser: false };
+  const d = doc as { 'current-context'?: unknown; contexts?: unknown; clusters?: unknown; users?: unknown };
+  const named = (list: unknown, name: unknown): Record<string, unknown> | undefined => {
+    if (!Array.isArray(list) || typeof name !== 'string') return undefined;
+    const e = list.find((x) => x !== null && typeof x === 'object' && (x as { name?: unknown }).name === name) as Record<string, unknown> | undefined;
+    return e;
+  };
+  const ctx = named(d.contexts, d['current-context'])?.context as { cluster?: unknown; user?: unknown } | undefined;
+  const cluster = named(d.clusters, ctx?.cluster)?.cluster as { server?: unknown; 'certificate-authority-data'?: unknown } | undefined;
+  return {
+    ...(typeof cluster?.server === 'string' ? { server: cluster.server } : {}),
+    ...(typeof cluster?.['certificate-authority-data'] === 'string' ? { caData: cluster['certificate-authority-data'] } : {}),
+    hasUser: named(d.users, ctx?.user) !== undefined,
   };
 }
 
 /** The server URL of a kubeconfig's current cluster, if any. */
 export function kubeconfigServer(text: string): string | undefined {
-  try {
-    const kc = new KubeConfig();
-    kc.loadFromString(text);
-    return kc.getCurrentCluster()?.server;
-  } catch {
-    return undefined;
-  }
+  return kubeconfigParts(text).server;
 }
 
 /** A Node's Ready condition: status and since when. */

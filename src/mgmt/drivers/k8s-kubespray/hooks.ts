@@ -21,7 +21,6 @@
  */
 import { createHash } from 'node:crypto';
 import { isIP } from 'node:net';
-import { KubeConfig } from '@kubernetes/client-node';
 import { stringify } from 'yaml';
 import { isVnfmError, terminalError, vnfmError } from '../../../errors.ts';
 import type { VnfInstanceRecord } from '../../../model/vnf-instance.ts';
@@ -35,7 +34,7 @@ import { deleteNode, drainNode, waitNodeReady } from '../k8s-common/drain.ts';
 import type { Host } from '../k8s-common/host.ts';
 import { shq } from '../k8s-common/host.ts';
 import { allNodes, buildInventory, type ClusterNode, findNode, type Inventory } from '../k8s-common/inventory.ts';
-import { type Clock, isNodeReady, type KubeApi, type KubeApiFactory, nodeRef } from '../k8s-common/kube.ts';
+import { type Clock, isNodeReady, type KubeApi, type KubeApiFactory, kubeconfigParts, nodeRef } from '../k8s-common/kube.ts';
 import type { NodeAccess } from '../k8s-common/params.ts';
 import { deleteClusterVims, previousClusterMeta, registerClusterVim } from '../k8s-common/vim.ts';
 import { newRunId, type PlaySpec, startPlay, runState, waitPlay } from './ansible.ts';
@@ -484,9 +483,7 @@ async function instantiateEnd(rc: SprayRun): Promise<MgmtResult> {
 
 /** The cluster CA (PEM) of an admin kubeconfig. */
 function caOf(kubeconfig: string): string {
-  const kc = new KubeConfig();
-  kc.loadFromString(kubeconfig);
-  const data = kc.getCurrentCluster()?.caData;
+  const data = kubeconfigParts(kubeconfig).caData;
   if (!data) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${DRIVER}: the admin kubeconfig of the first master has no cluster CA`);
   return Buffer.from(data, 'base64').toString('utf8');
 }
