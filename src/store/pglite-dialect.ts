@@ -36,17 +36,26 @@ class PGliteConnection implements DatabaseConnection {
   }
 }
 
-/** Serializes access to the single PGlite session. */
+/**
+ * Serializes access to the single PGlite session, one holder per turn of the event loop. PGlite
+ * runs a query synchronously on the event loop's thread: without the turn, the queries of every
+ * request read in one poll phase would run back to back (each as soon as the previous released)
+ * while other sockets wait, so a `/healthz` or a small request would wait for all of them. With
+ * it, each holder starts in its own turn (a `setImmediate`), and the requests that arrived
+ * meanwhile are read and answered in between.
+ */
 class Mutex {
   private tail: Promise<void> = Promise.resolve();
-  lock(): Promise<() => void> {
+  async lock(): Promise<() => void> {
     let release!: () => void;
     const next = new Promise<void>((r) => {
       release = r;
     });
     const prev = this.tail;
     this.tail = prev.then(() => next);
-    return prev.then(() => release);
+    await prev;
+    await new Promise<void>((r) => setImmediate(r));
+    return release;
   }
 }
 
