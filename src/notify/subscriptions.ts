@@ -6,8 +6,8 @@
  */
 import { createHash, randomUUID } from 'node:crypto';
 import { type Kysely, sql } from 'kysely';
+import { Ajv, type ValidateFunction } from 'ajv';
 import { Type } from 'typebox';
-import { Value } from 'typebox/value';
 import type { VnfmConfig } from '../config.ts';
 import { vnfmError } from '../errors.ts';
 import type { Logger } from '../logger.ts';
@@ -120,6 +120,15 @@ export function lccnSubscriptionRequestSchema(v: SubscriptionApiVersion) {
 
 const SCHEMAS = { v1: lccnSubscriptionRequestSchema('v1'), v2: lccnSubscriptionRequestSchema('v2') };
 
+/** The request validators (JSON Schema through Ajv, the validator the API's routes use), compiled on first use. */
+const validators: Partial<Record<SubscriptionApiVersion, ValidateFunction>> = {};
+let ajv: Ajv | undefined;
+function validatorOf(v: SubscriptionApiVersion): ValidateFunction {
+  ajv ??= new Ajv({ allErrors: true, strict: false });
+  validators[v] ??= ajv.compile(SCHEMAS[v]);
+  return validators[v];
+}
+
 function bad(detail: string): never {
   throw vnfmError('VNFM_ERR_API_BAD_REQUEST', detail);
 }
@@ -161,9 +170,9 @@ interface ValidatedRequest {
  */
 export function validateSubscriptionRequest(req: unknown, v: SubscriptionApiVersion): ValidatedRequest {
   if (req === null || typeof req !== 'object' || Array.isArray(req)) bad('the request body must be an LccnSubscriptionRequest object');
-  const schema = SCHEMAS[v];
-  if (!Value.Check(schema, req)) {
-    const errs = [...Value.Errors(schema, req)];
+  const validate = validatorOf(v);
+  if (!validate(req)) {
+    const errs = validate.errors ?? [];
     // Prefer the most specific error (enum / required / additionalProperties over anyOf wrappers).
     const e = errs.find((x) => x.keyword === 'additionalProperties') ?? errs.find((x) => x.keyword !== 'anyOf' && x.keyword !== 'boolean') ?? errs[0];
     const where = `body${(e?.instancePath ?? '').replace(/\//g, '.')}`;

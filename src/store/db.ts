@@ -7,7 +7,6 @@
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, PostgresDialect } from 'kysely';
-import pg from 'pg';
 import { migrateToLatest } from './migrations/index.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import { acquireDataDirLock, type LockHolder } from './data-dir-lock.ts';
@@ -55,6 +54,8 @@ export const EMBEDDED_DEFAULTS = { sharedBuffers: '32MB', workMem: '4MB' } as co
 /** Opens and migrates the database. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.databaseUrl) {
+    // the PostgreSQL client is loaded only for a PostgreSQL database (start-up of the embedded one)
+    const { default: pg } = await import('pg');
     const pool = new pg.Pool({ connectionString: opts.databaseUrl, max: 10 });
     // An idle connection dropped by the server (restart, failover, admin kill) must not crash the
     // process: the pool discards it and the next query opens a new one.

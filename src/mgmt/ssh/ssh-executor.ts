@@ -33,7 +33,14 @@
  */
 import { randomBytes } from 'node:crypto';
 import { StringDecoder } from 'node:string_decoder';
-import { Client, type ClientChannel, type ConnectConfig, type SFTPWrapper } from 'ssh2';
+import type { Client, ClientChannel, ConnectConfig, SFTPWrapper } from 'ssh2';
+
+let ssh2Load: Promise<typeof import('ssh2')> | undefined;
+/** The `ssh2` package, loaded on the first connection (a VNFM without management drivers never needs it). */
+function ssh2(): Promise<typeof import('ssh2')> {
+  ssh2Load ??= import('ssh2');
+  return ssh2Load;
+}
 import { isVnfmError, retryableError, terminalError, vnfmError, type VnfmError } from '../../errors.ts';
 import { fingerprintOf, normalizeFingerprint, privateKeySecrets, Redactor } from './redact.ts';
 
@@ -214,8 +221,9 @@ interface Connected {
 }
 
 /** One connection attempt. Resolves authenticated; rejects with a VnfmError (fatal) or a plain Error (retryable). */
-function connectOnce(target: SshTarget, port: number, readyTimeoutMs: number, o: ConnectOptions, redactor: Redactor): Promise<Connected> {
+async function connectOnce(target: SshTarget, port: number, readyTimeoutMs: number, o: ConnectOptions, redactor: Redactor): Promise<Connected> {
   const where = hostPort(target.host, port);
+  const { Client } = await ssh2();
   return new Promise<Connected>((resolve, reject) => {
     const client = new Client();
     let fingerprint: string | undefined;
