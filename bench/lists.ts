@@ -27,6 +27,7 @@ import { resolveConfig } from '../src/config.ts';
 import { createLogger } from '../src/logger.ts';
 import { startVnfm } from '../src/main/server.ts';
 import { openStore, type Store } from '../src/store/db.ts';
+import { timedGetter } from './http-client.ts';
 import { seedInstances } from './seed-instances.ts';
 
 const argv = process.argv;
@@ -118,13 +119,13 @@ process.on('message', async (m) => {
 async function runClient(base: string, livenessBase: string, instantiatedIds: string[], loadMs: number, rssAfterLoad: number, serverRss: () => Promise<number>): Promise<void> {
 const H = { version: '2.0.0' };
 
+const client = timedGetter(base, H);
 async function get(path: string): Promise<{ ms: number; status: number; link: string | null; body: unknown }> {
-  const s = performance.now();
-  const r = await fetch(`${base}${path}`, { headers: H });
-  const body = await r.json();
-  const ms = performance.now() - s;
-  if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${JSON.stringify(body)}`);
-  return { ms, status: r.status, link: r.headers.get('link'), body };
+  const r = await client.get(path);
+  const body = JSON.parse(r.text) as unknown;
+  if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${r.text.slice(0, 300)}`);
+  const link = r.headers.link;
+  return { ms: r.ms, status: r.status, link: typeof link === 'string' ? link : null, body };
 }
 
 function nextPath(link: string | null): string | undefined {

@@ -23,6 +23,7 @@ import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'no
 import { createServer } from 'node:net';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { timedGetter } from './http-client.ts';
 
 const argv = process.argv;
 const arg = (name: string, def: string) => {
@@ -129,13 +130,12 @@ for (let run = 0; run < RUNS; run++) {
   await new Promise((r) => setTimeout(r, 3000));
   const idle = { ...procMem(pid), ...(await metrics(base)) };
 
-  const H = { version: '2.0.0' };
+  const client = timedGetter(base, { version: '2.0.0' });
   const get = async (path: string) => {
-    const s = performance.now();
-    const r = await fetch(`${base}${path}`, { headers: H });
-    const body = await r.text();
-    if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${body.slice(0, 200)}`);
-    return { ms: performance.now() - s, link: r.headers.get('link') };
+    const r = await client.get(path);
+    if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${r.text.slice(0, 200)}`);
+    const link = r.headers.link;
+    return { ms: r.ms, link: typeof link === 'string' ? link : null };
   };
   const ids = seeded.instantiatedIds;
   for (let k = 0; k < 100; k++) await get(`/vnflcm/v2/vnf_instances/${ids[k % ids.length]}`); // warm-up
@@ -149,6 +149,7 @@ for (let run = 0; run < RUNS; run++) {
     const m = r.link ? /^<([^>]+)>/.exec(r.link) : null;
     path = m ? new URL(m[1] as string).pathname + new URL(m[1] as string).search : undefined;
   }
+  client.close();
   const afterTraffic = { ...procMem(pid), ...(await metrics(base)) };
   server.kill('SIGTERM');
   await exited;

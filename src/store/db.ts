@@ -6,11 +6,12 @@
  */
 import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
-import { Kysely, PostgresDialect } from 'kysely';
+import { Kysely, type KyselyPlugin, PostgresDialect } from 'kysely';
 import { migrateToLatest } from './migrations/index.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import { acquireDataDirLock, type LockHolder } from './data-dir-lock.ts';
 import type { Database } from './schema.ts';
+import { TurnGate } from './turn-gate.ts';
 
 /** An open database handle with what kind it is (some behaviours, e.g. advisory waits, differ). */
 export interface Store {
@@ -51,6 +52,21 @@ export { DataDirLockedError } from './data-dir-lock.ts';
  */
 export const EMBEDDED_DEFAULTS = { sharedBuffers: '32MB', workMem: '4MB' } as const;
 
+/**
+ * PostgreSQL answers arrive on the pool's sockets, many in one turn of the event loop under load;
+ * what the caller does with each (building and sending a response) is synchronous work. Each
+ * answer is handed on in its own {@link TurnGate} turn, so sockets are read in between.
+ */
+function turnPerResult(gate: TurnGate): KyselyPlugin {
+  return {
+    transformQuery: (args) => args.node,
+    transformResult: async (args) => {
+      await gate.pass();
+      return args.result;
+    },
+  };
+}
+
 /** Opens and migrates the database. */
 export async function openStore(opts: StoreOptions): Promise<Store> {
   if (opts.databaseUrl) {
@@ -60,7 +76,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     // An idle connection dropped by the server (restart, failover, admin kill) must not crash the
     // process: the pool discards it and the next query opens a new one.
     pool.on('error', (e) => opts.onPoolError?.(e));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [turnPerResult(new TurnGate())] });
     if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
     return { db, kind: 'postgres', close: () => db.destroy() };
   }

@@ -17,6 +17,7 @@ import {
   type QueryResult,
   type TransactionSettings,
 } from 'kysely';
+import { TurnGate } from './turn-gate.ts';
 
 class PGliteConnection implements DatabaseConnection {
   constructor(private readonly db: PGlite) {}
@@ -37,15 +38,13 @@ class PGliteConnection implements DatabaseConnection {
 }
 
 /**
- * Serializes access to the single PGlite session, one holder per turn of the event loop. PGlite
- * runs a query synchronously on the event loop's thread: without the turn, the queries of every
- * request read in one poll phase would run back to back (each as soon as the previous released)
- * while other sockets wait, so a `/healthz` or a small request would wait for all of them. With
- * it, each holder starts in its own turn (a `setImmediate`), and the requests that arrived
- * meanwhile are read and answered in between.
+ * Serializes access to the single PGlite session. PGlite runs a query synchronously on the event
+ * loop's thread, so a holder also waits for its {@link TurnGate} turn: the queries of many
+ * requests do not run back to back in one turn while other sockets wait.
  */
 class Mutex {
   private tail: Promise<void> = Promise.resolve();
+  constructor(private readonly gate: TurnGate) {}
   async lock(): Promise<() => void> {
     let release!: () => void;
     const next = new Promise<void>((r) => {
@@ -54,18 +53,22 @@ class Mutex {
     const prev = this.tail;
     this.tail = prev.then(() => next);
     await prev;
-    await new Promise<void>((r) => setImmediate(r));
+    await this.gate.pass();
     return release;
   }
 }
 
 class PGliteDriver implements Driver {
-  private readonly mutex = new Mutex();
+  private readonly mutex: Mutex;
   private readonly releases = new WeakMap<DatabaseConnection, () => void>();
   private readonly conn: PGliteConnection;
 
-  constructor(private readonly db: PGlite) {
+  constructor(
+    private readonly db: PGlite,
+    gate: TurnGate,
+  ) {
     this.conn = new PGliteConnection(db);
+    this.mutex = new Mutex(gate);
   }
 
   async init(): Promise<void> {
@@ -105,12 +108,15 @@ class PGliteDriver implements Driver {
 
 /** Kysely dialect for a PGlite instance the caller created (in memory or with a data dir). */
 export class PGliteDialect implements Dialect {
-  constructor(private readonly db: PGlite) {}
+  constructor(
+    private readonly db: PGlite,
+    private readonly gate: TurnGate = new TurnGate(),
+  ) {}
   createAdapter() {
     return new PostgresAdapter();
   }
   createDriver(): Driver {
-    return new PGliteDriver(this.db);
+    return new PGliteDriver(this.db, this.gate);
   }
   createQueryCompiler() {
     return new PostgresQueryCompiler();
