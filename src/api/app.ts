@@ -97,9 +97,6 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       return sendProblem(reply, problem(status, status === 414 ? 'URI Too Long' : 'Bad Request', `malformed request URL: ${err.message}`));
     },
   }) as unknown as FastifyInstance;
-  // A client that half-closes its side after sending the request (`nc -N`, some scripted clients)
-  // still gets its answer: Node's default would abort the request at the client's FIN.
-  (app.server as { httpAllowHalfOpen?: boolean }).httpAllowHalfOpen = true;
   // GET/HEAD /healthz is answered from the raw HTTP request event, before routing, hooks and body parsing
   installLivenessShortCircuit(app.server, ctx);
   // beyond api.maxInFlightRequests: 503 + Retry-After at once, before routing (probes and /metrics exempt)

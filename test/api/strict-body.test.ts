@@ -44,8 +44,9 @@ async function raw(url: string, method: string, path: string, headers: Record<st
   return new Promise((resolve, reject) => {
     const s = connect({ host: u.hostname, port: Number(u.port) });
     const chunks: Buffer[] = [];
-    // the request is sent with a FIN right after it (half-close): the server answers anyway
-    s.on('connect', () => s.end(body ? Buffer.concat([Buffer.from(head, 'latin1'), body]) : Buffer.from(head, 'latin1')));
+    // the socket stays open until the server answers and closes it (`connection: close`): a FIN
+    // right after the request would count as a client that went away
+    s.on('connect', () => s.write(body ? Buffer.concat([Buffer.from(head, 'latin1'), body]) : Buffer.from(head, 'latin1')));
     s.on('data', (c) => chunks.push(c));
     s.on('error', reject);
     s.on('end', () => {

@@ -138,7 +138,8 @@ describe('auth header fuzz (token + oauth2 + keystone)', () => {
     const port = new URL(vnfm.url).port;
     const raw = (head: string) =>
       new Promise<string>((resolve, reject) => {
-        const s = connect(Number(port), '127.0.0.1', () => s.end(Buffer.from(`GET /vnflcm/v1/vnf_instances HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${head}\r\n`, 'latin1')));
+        // written without a FIN: the server answers, then closes (`Connection: close`)
+        const s = connect(Number(port), '127.0.0.1', () => s.write(Buffer.from(`GET /vnflcm/v1/vnf_instances HTTP/1.1\r\nHost: x\r\nConnection: close\r\n${head}\r\n`, 'latin1')));
         let out = '';
         s.on('data', (c: Buffer) => (out += c.toString('latin1')));
         s.on('end', () => resolve(out));
