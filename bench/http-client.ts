@@ -38,6 +38,8 @@ export function apiClient(base: string): { call(method: string, path: string, bo
 /** One timed GET: status, headers, body text, and the time from sending to the last byte. */
 export interface TimedAnswer {
   ms: number;
+  /** The VNFM's own time for the answer (its `Server-Timing: app;dur=`), when it sent one. */
+  serverMs: number | undefined;
   status: number;
   headers: IncomingHttpHeaders;
   text: string;
@@ -58,7 +60,10 @@ export function timedGetter(base: string, headers: Record<string, string> = {}):
         const req = httpRequest({ host: u.hostname, port: Number(u.port), path, agent, headers }, (res) => {
           const chunks: Buffer[] = [];
           res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ ms: performance.now() - start, status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('end', () => {
+            const timing = /app;dur=([\d.]+)/.exec(String(res.headers['server-timing'] ?? ''));
+            resolve({ ms: performance.now() - start, serverMs: timing ? Number(timing[1]) : undefined, status: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') });
+          });
           res.on('error', reject);
         });
         req.on('error', reject);

@@ -5,7 +5,8 @@
  *
  * - list page p50/p99 (`GET /vnflcm/v2/vnf_instances`, first and later pages, page size 100)
  * - filtered list p99 (column filters and nested-JSON filters, all decided in SQL)
- * - op occ list page p99, show p99 (`GET /vnf_instances/{id}`)
+ * - op occ list page p99, show p99 (`GET /vnf_instances/{id}`, 1,000 sequential; end to end and the VNFM's own
+ *   time from its `Server-Timing` header)
  * - 20 concurrent listers for N seconds with `/healthz` probed every 50 ms on the API port and,
  *   by a second prober, on the liveness port (`health.livenessPort`, answered by a worker thread
  *   of the server); both probers run in a worker thread of the client: list p99, healthz p50/p99
@@ -120,12 +121,12 @@ async function runClient(base: string, livenessBase: string, instantiatedIds: st
 const H = { version: '2.0.0' };
 
 const client = timedGetter(base, H);
-async function get(path: string): Promise<{ ms: number; status: number; link: string | null; body: unknown }> {
+async function get(path: string): Promise<{ ms: number; serverMs: number; status: number; link: string | null; body: unknown }> {
   const r = await client.get(path);
   const body = JSON.parse(r.text) as unknown;
   if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${r.text.slice(0, 300)}`);
   const link = r.headers.link;
-  return { ms: r.ms, status: r.status, link: typeof link === 'string' ? link : null, body };
+  return { ms: r.ms, serverMs: r.serverMs ?? Number.NaN, status: r.status, link: typeof link === 'string' ? link : null, body };
 }
 
 function nextPath(link: string | null): string | undefined {
@@ -160,7 +161,12 @@ const allFields = await walkPages('/vnflcm/v2/vnf_instances?filter=(eq,instantia
 const opList = await walkPages('/vnflcm/v2/vnf_lcm_op_occs', 100);
 const opFilter = await walkPages('/vnflcm/v2/vnf_lcm_op_occs?filter=(eq,operationState,COMPLETED);(eq,operation,INSTANTIATE)', 100);
 const showMs: number[] = [];
-for (let k = 0; k < 500; k++) showMs.push((await get(`/vnflcm/v2/vnf_instances/${instantiatedIds[k % instantiatedIds.length]}`)).ms);
+const showServerMs: number[] = [];
+for (let k = 0; k < 1000; k++) {
+  const r = await get(`/vnflcm/v2/vnf_instances/${instantiatedIds[(k * 7) % instantiatedIds.length]}`);
+  showMs.push(r.ms);
+  showServerMs.push(r.serverMs);
+}
 
 // 20 concurrent listers + /healthz probes (API port, liveness port)
 const healthMs: number[] = [];
@@ -225,7 +231,7 @@ const result = {
   instantiatedAllFields: { p50: pct(allFields, 50), p99: pct(allFields, 99) },
   opOccList: { p50: pct(opList, 50), p99: pct(opList, 99) },
   opOccFilter: { p50: pct(opFilter, 50), p99: pct(opFilter, 99) },
-  show: { p50: pct(showMs, 50), p99: pct(showMs, 99) },
+  show: { p50: pct(showMs, 50), p99: pct(showMs, 99), serverP50: pct(showServerMs, 50), serverP99: pct(showServerMs, 99) },
   concurrent20: { requests: concurrentMs.length, perSecond: Math.round(concurrentMs.length / SECONDS), p50: pct(concurrentMs, 50), p99: pct(concurrentMs, 99) },
   healthzDuringLoad: { samples: healthMs.length, p50: pct(healthMs, 50), p99: pct(healthMs, 99) },
   livenessPortDuringLoad: { samples: livenessMs.length, p50: pct(livenessMs, 50), p99: pct(livenessMs, 99) },

@@ -135,12 +135,17 @@ for (let run = 0; run < RUNS; run++) {
     const r = await client.get(path);
     if (r.status !== 200) throw new Error(`GET ${path}: ${r.status} ${r.text.slice(0, 200)}`);
     const link = r.headers.link;
-    return { ms: r.ms, link: typeof link === 'string' ? link : null };
+    return { ms: r.ms, serverMs: r.serverMs ?? Number.NaN, link: typeof link === 'string' ? link : null };
   };
   const ids = seeded.instantiatedIds;
   for (let k = 0; k < 100; k++) await get(`/vnflcm/v2/vnf_instances/${ids[k % ids.length]}`); // warm-up
   const show: number[] = [];
-  for (let k = 0; k < 1000; k++) show.push((await get(`/vnflcm/v2/vnf_instances/${ids[(k * 7) % ids.length]}`)).ms);
+  const showServer: number[] = [];
+  for (let k = 0; k < 1000; k++) {
+    const r = await get(`/vnflcm/v2/vnf_instances/${ids[(k * 7) % ids.length]}`);
+    show.push(r.ms);
+    showServer.push(r.serverMs);
+  }
   const list: number[] = [];
   let path: string | undefined = '/vnflcm/v2/vnf_instances';
   for (let k = 0; k < 100; k++) {
@@ -157,7 +162,7 @@ for (let run = 0; run < RUNS; run++) {
     run,
     startup: { healthzMs: Math.round(tHealth - t0), readyzMs: Math.round(tReady - t0) },
     memory: { atReady, idle, afterTraffic },
-    show: { p50: pct(show, 50), p99: pct(show, 99) },
+    show: { p50: pct(show, 50), p99: pct(show, 99), serverP50: pct(showServer, 50), serverP99: pct(showServer, 99) },
     list: { p50: pct(list, 50), p99: pct(list, 99) },
     loadavg1: { start: load0, end: loadavg()[0] },
   });

@@ -143,6 +143,12 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
       if (why) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', why);
     }
   });
+  // How long the VNFM took to produce the answer (W3C Server-Timing: browsers' developer tools show
+  // it; a client tells the VNFM's time from the network's and its own)
+  app.addHook('onSend', (_req, reply, payload, done) => {
+    reply.header('server-timing', `app;dur=${reply.elapsedTime.toFixed(2)}`);
+    done(null, payload);
+  });
   // Audit log: one line per mutating call (who, project, action, target, status, op occ id).
   const audit = auditLogger(ctx.log);
   app.addHook('onResponse', async (req, reply) => {

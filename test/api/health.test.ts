@@ -105,6 +105,10 @@ describe('health probes', () => {
     const ready = await fetch(`${vnfm.url}/readyz`);
     assert.equal(ready.status, 200);
     assert.equal(((await ready.json()) as Json).status, 'ok');
+    // a routed answer says how long the VNFM took (W3C Server-Timing)
+    const timing = ready.headers.get('server-timing') ?? '';
+    assert.match(timing, /^app;dur=\d+\.\d{2}$/);
+    assert.ok(Number(timing.split("=")[1]) >= 0, timing);
     // answered before Fastify: the router's request counter did not see them
     assert.equal(await routed(), before, 'liveness over the server is answered before routing');
     assert.ok(!vnfm.logs.some((l) => l.includes('short-circuit not installed')));
