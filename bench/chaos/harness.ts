@@ -89,6 +89,8 @@ export interface ChaosReport {
   notificationsDelivered: number;
   duplicateDeliveries: number;
   failedTemp: { id: string; operation: string; error: string }[];
+  /** Automatic heals found FAILED_TEMP after the chaos and retried, as an operator would (nobody else retries them). */
+  autoHealsRetried: number;
   invariants: InvariantResult[];
   violations: number;
   workDir: string;
@@ -184,6 +186,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     notificationsDelivered: 0,
     duplicateDeliveries: 0,
     failedTemp: [],
+    autoHealsRetried: 0,
     invariants: [],
     violations: 0,
     workDir: work,
@@ -745,10 +748,21 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     await k8s('DELETE', '/_sim/faults').catch(() => undefined);
     if (!subServer) await openSubscriber();
     for (const r of replicas) if (!r.child?.alive()) await startReplica(r);
+    // The workers retry their own requests' FAILED_TEMP ops; an automatic heal left FAILED_TEMP (a
+    // kill inside a step that is not safe to repeat) is retried here, up to 3 times, as an operator would.
+    const autoRetries = new Map<string, number>();
     const quiet = async (): Promise<string | undefined> => {
       const ops = (await get('/vnflcm/v2/vnf_lcm_op_occs')) as unknown as Json[];
       const busy = ops.filter((o) => !ENDED.includes(o.operationState));
       if (busy.length) return `${busy.length} op(s) not ended`;
+      const stuck = ops.filter((o) => o.operationState === 'FAILED_TEMP' && o.isAutomaticInvocation && (autoRetries.get(o.id) ?? 0) < 3);
+      for (const o of stuck) {
+        autoRetries.set(o.id, (autoRetries.get(o.id) ?? 0) + 1);
+        const t = await send('POST', `/vnflcm/v2/vnf_lcm_op_occs/${o.id}/retry`).catch((e: Error) => ({ status: 0, text: e.message }));
+        say(`automatic heal ${o.id} FAILED_TEMP: retry answered ${t.status}`);
+      }
+      report.autoHealsRetried = autoRetries.size;
+      if (stuck.length) return `${stuck.length} automatic heal(s) FAILED_TEMP, retried`;
       const batches = (await get('/vnfm/v1/heal_batches')) as unknown as Json[];
       const open = batches.filter((b) => ['open', 'firing', 'waiting', 'healing'].includes(b.status));
       if (open.length) return `${open.length} batch(es) pending`;
@@ -1074,6 +1088,7 @@ export function formatReport(r: ChaosReport): string {
   row('heal batches', Object.entries(r.batches).map(([k, n]) => `${k}: ${n}`).join(', ') || '0');
   row('LCM notifications delivered (distinct, v1 + v2)', r.notificationsDelivered);
   row('duplicate deliveries (same id twice)', r.duplicateDeliveries);
+  row('automatic heals retried after the chaos (FAILED_TEMP, retried as an operator would)', r.autoHealsRetried);
   row('FAILED_TEMP at the end', r.failedTemp.length);
   row('machine', `${r.machine.cpus} cores, load average at the end ${r.machine.loadavg.join(' ')}`);
   lines.push('', '| invariant | checked | violations |', '| --- | --- | --- |');
