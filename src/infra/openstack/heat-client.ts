@@ -176,6 +176,9 @@ export interface WaitForStatusOptions {
   onPoll?: (stack: HeatStack) => void;
 }
 
+/** Options of the waits for a deleted stack ({@link HeatClient.waitForDeleted}, {@link HeatClient.waitUntilUnlisted}). */
+export type StackDeletionWaitOptions = { timeoutMs?: number; signal?: AbortSignal } & Pick<WaitForStatusOptions, 'pollInitialMs' | 'pollMaxMs' | 'pollBackoffAfterMs' | 'pollSlowMaxMs'>;
+
 /** Options of {@link HeatClient}. */
 export interface HeatClientOptions {
   /** Authenticated session of the VIM. */
@@ -549,11 +552,7 @@ export class HeatClient {
           stackStatusReason: current.stack_status_reason,
         });
       }
-      try {
-        await sleepTimer(Math.min(interval, left), undefined, opts.signal === undefined ? undefined : { signal: opts.signal });
-      } catch (err) {
-        throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for stack ${ref.name} cancelled`, retryable: false, cause: err });
-      }
+      await this.pause(Math.min(interval, left), opts.signal, `wait for stack ${ref.name}`);
       interval = Math.min(interval * 2, Date.now() >= backoffAt ? slowMaxMs : maxMs);
     }
   }
@@ -565,7 +564,7 @@ export class HeatClient {
    */
   async waitForDeleted(
     stack: StackIdentifier,
-    opts: { timeoutMs?: number; signal?: AbortSignal } & Pick<WaitForStatusOptions, 'pollInitialMs' | 'pollMaxMs' | 'pollBackoffAfterMs' | 'pollSlowMaxMs'> = {},
+    opts: StackDeletionWaitOptions = {},
   ): Promise<void> {
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const started = Date.now();
@@ -592,11 +591,7 @@ export class HeatClient {
           stackStatus: 'DELETE_COMPLETE',
         });
       }
-      try {
-        await sleepTimer(Math.min(interval, left), undefined, opts.signal === undefined ? undefined : { signal: opts.signal });
-      } catch (err) {
-        throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for the deletion of stack ${ref.name} cancelled`, retryable: false, cause: err });
-      }
+      await this.pause(Math.min(interval, left), opts.signal, `wait for the deletion of stack ${ref.name}`);
       interval = Math.min(interval * 2, opts.pollMaxMs ?? this.pollMaxMs);
     }
   }
@@ -608,7 +603,7 @@ export class HeatClient {
    */
   async waitUntilUnlisted(
     ref: HeatStackRef,
-    opts: { timeoutMs?: number; signal?: AbortSignal } & Pick<WaitForStatusOptions, 'pollInitialMs' | 'pollMaxMs' | 'pollBackoffAfterMs' | 'pollSlowMaxMs'> = {},
+    opts: StackDeletionWaitOptions = {},
   ): Promise<void> {
     const timeoutMs = opts.timeoutMs ?? 600_000;
     const started = Date.now();
@@ -638,11 +633,7 @@ export class HeatClient {
           stackStatus: listed.stack_status,
         });
       }
-      try {
-        await sleepTimer(Math.min(interval, left), undefined, opts.signal === undefined ? undefined : { signal: opts.signal });
-      } catch (err) {
-        throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `wait for the deletion of stack ${ref.name} cancelled`, retryable: false, cause: err });
-      }
+      await this.pause(Math.min(interval, left), opts.signal, `wait for the deletion of stack ${ref.name}`);
       const slow = opts.pollBackoffAfterMs !== undefined && Date.now() - started >= opts.pollBackoffAfterMs;
       // DELETE_COMPLETE: Heat removes it from the listing next.
       interval = listed.stack_status === 'DELETE_COMPLETE' ? (opts.pollInitialMs ?? this.pollInitialMs) : Math.min(interval * 2, slow ? slowMaxMs : maxMs);
@@ -651,6 +642,15 @@ export class HeatClient {
 
   // ---------------------------------------------------------------------------------------
   // plumbing
+
+  /** Sleeps between two polls of a wait; the op's cancellation ends it with kind `aborted` ("<what> cancelled"). */
+  private async pause(ms: number, signal: AbortSignal | undefined, what: string): Promise<void> {
+    try {
+      await sleepTimer(ms, undefined, signal === undefined ? undefined : { signal });
+    } catch (err) {
+      throw new OpenStackError({ service: 'heat', kind: OpenStackErrorKind.aborted, detail: `${what} cancelled`, retryable: false, cause: err });
+    }
+  }
 
   private parseRef(stack: StackIdentifier): HeatStackRef {
     if (typeof stack !== 'string') return stack;
