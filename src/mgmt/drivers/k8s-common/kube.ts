@@ -102,8 +102,7 @@ export function kubeconfigParts(text: string): { server?: string; caData?: strin
   const d = doc as { 'current-context'?: unknown; contexts?: unknown; clusters?: unknown; users?: unknown };
   const named = (list: unknown, name: unknown): Record<string, unknown> | undefined => {
     if (!Array.isArray(list) || typeof name !== 'string') return undefined;
-    const e = list.find((x) => x !== null && typeof x === 'object' && (x as { name?: unknown }).name === name) as Record<string, unknown> | undefined;
-    return e;
+    return list.find((x) => x !== null && typeof x === 'object' && (x as { name?: unknown }).name === name) as Record<string, unknown> | undefined;
   };
   const ctx = named(d.contexts, d['current-context'])?.context as { cluster?: unknown; user?: unknown } | undefined;
   const cluster = named(d.clusters, ctx?.cluster)?.cluster as { server?: unknown; 'certificate-authority-data'?: unknown } | undefined;
