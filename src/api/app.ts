@@ -79,6 +79,12 @@ function strictJsonParser(app: FastifyInstance, onEmpty: (req: FastifyRequest) =
   };
 }
 
+/** True when the route declares no body schema (or the method has no body semantics). */
+function takesNoBody(req: FastifyRequest): boolean {
+  if (req.method === 'DELETE' || req.method === 'GET' || req.method === 'HEAD' || req.method === 'OPTIONS') return true;
+  return req.routeOptions.schema?.body === undefined;
+}
+
 /** Creates the app (not listening). */
 export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   const https = httpsOptions(ctx.config);
@@ -110,7 +116,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
   app.addContentTypeParser(
     'application/json',
     { parseAs: 'buffer' },
-    strictJsonParser(app, (req) => (req.routeOptions.config?.emptyBody || req.is404 ? undefined : vnfmError('VNFM_ERR_API_BAD_REQUEST', 'body is missing or empty'))),
+    // an empty body is "no body" where the route takes none (DELETE, GET, task resources): clients
+    // such as python-tackerclient send Content-Type: application/json on every request
+    strictJsonParser(app, (req) => (req.routeOptions.config?.emptyBody || req.is404 || takesNoBody(req) ? undefined : vnfmError('VNFM_ERR_API_BAD_REQUEST', 'body is missing or empty'))),
   );
   // merge-patch: an empty body stays "no body" (the route's schema decides)
   app.addContentTypeParser(['application/merge-patch+json'], { parseAs: 'buffer' }, strictJsonParser(app, () => undefined));

@@ -61,6 +61,23 @@ export function installLivenessShortCircuit(server: Server, ctx: AppContext): vo
       res.end(req.method === 'HEAD' ? undefined : LIVENESS_BODY);
       return;
     }
+    // Until every module started (the simulated cloud's default VIMs registered, the runner
+    // claiming), API requests wait; the probes and /metrics are answered at once.
+    const startup = ctx.startup;
+    if (startup && !startup.done && !isProbePath(req.url) && pathOf(req.url) !== '/metrics') {
+      startup.waiting++;
+      startup.whenDone.then(
+        () => {
+          startup.waiting--;
+          fastifyHandler.call(server, req, res);
+        },
+        () => {
+          startup.waiting--;
+          res.destroy();
+        },
+      );
+      return;
+    }
     fastifyHandler.call(server, req, res);
   });
 }
@@ -157,6 +174,7 @@ export function readinessChecker(ctx: AppContext & { simCloud?: { openstackUrl: 
 
   return async () => {
     const checks: Record<string, CheckResult> = {};
+    if (ctx.startup && !ctx.startup.done) checks.startup = { status: 'fail', detail: 'starting: the modules (simulated cloud, engine, workers) are not all started yet; API requests wait for them', waitingRequests: ctx.startup.waiting };
     const [db, sim] = await Promise.all([database(), ctx.config.sim ? simulator() : Promise.resolve(undefined)]);
     checks.database = db;
     checks.runner = runner();

@@ -47,6 +47,20 @@ export interface Services {
   lcmRoutes?: ((app: FastifyInstance, v: 'v1' | 'v2') => void | Promise<void>)[];
   /** Extra route registrations contributed by extra plugins (tests); built-in modules register none. */
   extraRoutes?: ((app: FastifyInstance) => void | Promise<void>)[];
+  /**
+   * Start-up, set by the composition root while its modules start after the port opened: API
+   * requests wait for it (probes and /metrics do not) and /readyz answers 503 until it is done.
+   */
+  startup?: StartupGate;
+}
+
+/** Whether the modules of a listening VNFM have all started. */
+export interface StartupGate {
+  done: boolean;
+  /** API requests waiting for the start-up now. */
+  waiting: number;
+  /** Resolves when every module started. */
+  whenDone: Promise<void>;
 }
 
 /** The former name of {@link Services}, kept so that module signatures read as before. */

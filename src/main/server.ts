@@ -162,6 +162,15 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     if (h) hooks.push(h);
   }
   phase('modules');
+  // API requests that arrive between listen and the end of start-up wait for it (src/api/health.ts)
+  let startupDone: () => void = () => undefined;
+  let startupFailed: (e: unknown) => void = () => undefined;
+  const whenDone = new Promise<void>((resolve, reject) => {
+    startupDone = resolve;
+    startupFailed = reject;
+  });
+  whenDone.catch(() => undefined);
+  ctx.startup = { done: false, waiting: 0, whenDone };
   const app = await buildApp(ctx);
   phase('app');
   let url = config.publicUrl;
@@ -191,13 +200,21 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
   phase('listen');
   const staleHookDirs = cleanupStaleHookDirs();
   if (staleHookDirs.length > 0) log.info({ dirs: staleHookDirs }, 'removed hook script temp dirs left by stopped VNFM processes');
-  await ctx.packages.recover();
-  phase('recover');
-  for (const h of hooks) {
-    await h.start?.();
-    if (h.stop) closers.push(async () => h.stop?.());
+  try {
+    await ctx.packages.recover();
+    phase('recover');
+    for (const h of hooks) {
+      await h.start?.();
+      if (h.stop) closers.push(async () => h.stop?.());
+    }
+  } catch (e) {
+    // requests held for the start-up are dropped (the caller exits or closes the app)
+    startupFailed(e);
+    throw e;
   }
   phase('start');
+  ctx.startup.done = true;
+  startupDone();
   log.info({ url, ms: Date.now() - t0, db: store.kind, phases }, 'VNFM started');
   return {
     app,

@@ -152,6 +152,30 @@ describe('UTF-8 bodies', () => {
   });
 });
 
+describe('requests without a body, sent with Content-Type: application/json (python-tackerclient)', () => {
+  it('DELETE of an instance, a subscription, a package and a VIM, v1 and v2: the empty body is no body', async () => {
+    for (const v of ['v1', 'v2'] as const) {
+      for (const headers of [{ ...V2, ...JSON_CT }, { ...V2, 'content-type': 'application/json; charset=utf-8' }]) {
+        const id = await createInstance();
+        const del = await vnfm.app.inject({ method: 'DELETE', url: `/vnflcm/${v}/vnf_instances/${id}`, headers, payload: '' });
+        assert.equal(del.statusCode, 204, del.body);
+        assertProblem(await vnfm.app.inject({ method: 'DELETE', url: `/vnflcm/${v}/subscriptions/no-such-subscription`, headers, payload: '' }), 404);
+      }
+    }
+    assertProblem(await vnfm.app.inject({ method: 'DELETE', url: '/vnfpkgm/v1/vnf_packages/no-such-package', headers: JSON_CT, payload: '' }), 404);
+    assertProblem(await vnfm.app.inject({ method: 'DELETE', url: '/v1.0/vims/no-such-vim', headers: JSON_CT, payload: '' }), 404);
+  });
+
+  it('GET and body-less POSTs (sync) accept it; a DELETE with a malformed body is still 400', async () => {
+    const get = await vnfm.app.inject({ method: 'GET', url: '/vnflcm/v2/vnf_instances', headers: { ...V2, ...JSON_CT }, payload: '' });
+    assert.equal(get.statusCode, 200, get.body);
+    const id = await createInstance();
+    const sync = await vnfm.app.inject({ method: 'POST', url: `/vnflcm/v2/vnf_instances/${id}/sync`, headers: { ...V2, ...JSON_CT }, payload: '' });
+    assert.notEqual(sync.statusCode, 400, sync.body);
+    assertProblem(await vnfm.app.inject({ method: 'DELETE', url: `/vnflcm/v2/vnf_instances/${id}`, headers: { ...V2, ...JSON_CT }, payload: '{"x":' }), 400);
+  });
+});
+
 describe('body-less task resources', () => {
   const TASKS = [
     ['v1', 'retry'],
