@@ -19,11 +19,33 @@ import {
 } from 'kysely';
 import { TurnGate } from './turn-gate.ts';
 
+/** PostgreSQL's type OID of `bytea`. */
+const BYTEA_OID = 17;
+
+/**
+ * `bytea` to and from PostgreSQL's hex text format in native code. PGlite's own codec goes through
+ * a JavaScript string per byte (`Array.from(bytes).map(...)`, `parseInt` per pair), about 2 s per
+ * MiB of package content on the event loop; `Buffer`'s hex codec does the same in well under 1 ms
+ * per MiB.
+ */
+export const BYTEA_CODEC = {
+  serializers: {
+    [BYTEA_OID]: (v: unknown): string => {
+      if (!(v instanceof Uint8Array)) throw new Error('Invalid input for bytea type');
+      return `\\x${Buffer.from(v.buffer, v.byteOffset, v.byteLength).toString('hex')}`;
+    },
+  },
+  parsers: {
+    // The hex format (`\x...`, PostgreSQL's default bytea_output) is the only one PGlite sends.
+    [BYTEA_OID]: (text: string): Buffer => Buffer.from(text.startsWith('\\x') ? text.slice(2) : text, 'hex'),
+  },
+};
+
 class PGliteConnection implements DatabaseConnection {
   constructor(private readonly db: PGlite) {}
 
   async executeQuery<R>(q: CompiledQuery): Promise<QueryResult<R>> {
-    const res = await this.db.query<R>(q.sql, q.parameters as unknown[], { rowMode: 'object' });
+    const res = await this.db.query<R>(q.sql, q.parameters as unknown[], { rowMode: 'object', ...BYTEA_CODEC });
     const affected = res.affectedRows;
     return {
       rows: res.rows,
