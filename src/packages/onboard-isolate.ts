@@ -42,9 +42,10 @@ export class OnboardingAborted extends Error {}
 /**
  * Reads and parses a CSAR in a worker process. Resolves to the package model; rejects with a
  * {@link PackageError} when the package is invalid or when the worker ran out of memory, out of
- * time, or died.
+ * time, or died. `beforeSend` (fault positioning) is awaited once the worker process is started,
+ * before it gets the package; the time limit runs meanwhile.
  */
-export function parseInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: AbortSignal): Promise<VnfPackageModel> {
+export function parseInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: AbortSignal, beforeSend?: () => Promise<void>): Promise<VnfPackageModel> {
   const { maxOldGenerationSizeMb, timeoutMs, ...csarLimits } = limits;
   const input: OnboardWorkerInput = { zip, limits: csarLimits };
   if (signal?.aborted) return Promise.reject(new OnboardingAborted('onboarding stopped: the VNFM is shutting down'));
@@ -93,8 +94,13 @@ export function parseInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: A
         }
       });
     });
-    child.send(input, (e) => {
-      if (e) settle(() => reject(new PackageError(`package could not be processed: cannot hand the package to the parsing worker: ${e.message}`)));
-    });
+    const send = (): void => {
+      if (settled) return;
+      child.send(input, (e) => {
+        if (e) settle(() => reject(new PackageError(`package could not be processed: cannot hand the package to the parsing worker: ${e.message}`)));
+      });
+    };
+    if (beforeSend) beforeSend().then(send, (e: unknown) => settle(() => reject(e)));
+    else send();
   });
 }

@@ -105,6 +105,11 @@ export class PackageService {
   readonly limits: PackageLimits;
   /** Aborted at shutdown: stops the worker processes of this service. */
   private readonly stopping = new AbortController();
+  /**
+   * Fault positioning: awaited when the worker process of package `id` has started, before it
+   * gets the package (the package is PROCESSING and holds its slot meanwhile).
+   */
+  onWorkerStarted: ((id: string) => Promise<void>) | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -310,7 +315,7 @@ export class PackageService {
         maxEntries: l.maxEntries,
         maxOldGenerationSizeMb: l.maxOldGenerationSizeMb,
         timeoutMs: l.onboardTimeoutMs,
-      }, this.stopping.signal);
+      }, this.stopping.signal, this.onWorkerStarted ? () => (this.onWorkerStarted as (id: string) => Promise<void>)(id) : undefined);
       await this.db.transaction().execute(async (tx) => {
         const clash = await tx.selectFrom('vnf_package').select(['id', 'project']).where('vnfd_id', '=', model.vnfdId).where('onboarding_state', '=', 'ONBOARDED').where('id', '!=', id).executeTakeFirst();
         if (clash) {
