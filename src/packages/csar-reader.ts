@@ -216,6 +216,24 @@ export function readCsar(zip: Buffer, limits: CsarLimits = {}): Promise<CsarFile
   });
 }
 
+/**
+ * The entry count a ZIP's end-of-central-directory record declares, read from the last bytes of
+ * the file only (at most 22 bytes + a 64 KiB comment): O(1) in the number of entries. Undefined
+ * when there is no such record or the ZIP is ZIP64 (count 0xFFFF); the count is a claim, which
+ * {@link readCsar} checks.
+ */
+export function declaredEntryCount(zip: Uint8Array): number | undefined {
+  const b = Buffer.from(zip.buffer, zip.byteOffset, zip.byteLength);
+  const stop = Math.max(0, b.length - 22 - 0xffff);
+  for (let i = b.length - 22; i >= stop; i--) {
+    if (b.readUInt32LE(i) === 0x06054b50) {
+      const n = b.readUInt16LE(i + 10);
+      return n === 0xffff ? undefined : n;
+    }
+  }
+  return undefined;
+}
+
 /** Fixed timestamp for built archives, so the same folder always gives the same CSAR bytes (and checksum). */
 const FIXED_MTIME = new Date('2020-01-01T00:00:00Z');
 

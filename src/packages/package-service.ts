@@ -17,8 +17,8 @@ import { vnfmError } from '../errors.ts';
 import { ALL_PROJECTS, type ProjectScope, inScope } from '../model/project-scope.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
-import { readCsar } from './csar-reader.ts';
-import { OnboardingAborted, parseInWorker } from './onboard-isolate.ts';
+import { declaredEntryCount, readCsar } from './csar-reader.ts';
+import { extractInWorker, OnboardingAborted, parseInWorker } from './onboard-isolate.ts';
 import { PackageError } from './package-error.ts';
 import type { VnfPackageModel } from './vnfd-model.ts';
 
@@ -27,6 +27,11 @@ export type PackageLimits = VnfmConfig['packages'];
 
 /** Defaults of {@link PackageLimits}: those of the config module. */
 export const DEFAULT_PACKAGE_LIMITS: PackageLimits = defaultConfig().packages;
+
+/** {@link PackageService.files} reads a package of at most this many entries on the event loop, a larger one in a worker. */
+export const INLINE_READ_MAX_ENTRIES = 256;
+/** ... and of at most this many bytes (zipped). */
+export const INLINE_READ_MAX_BYTES = 8 * 1024 * 1024;
 
 /** Onboarding attempts of one content: the first one plus one resume at start-up. */
 export const MAX_ONBOARD_ATTEMPTS = 2;
@@ -203,11 +208,22 @@ export class PackageService {
     return Buffer.from(r.content);
   }
 
-  /** The files of an onboarded package, read from its stored CSAR (cached: content is immutable once onboarded). */
+  /**
+   * The files of an onboarded package, read from its stored CSAR (cached: content is immutable
+   * once onboarded). A small package (at most {@link INLINE_READ_MAX_ENTRIES} entries, as its ZIP
+   * declares, and {@link INLINE_READ_MAX_BYTES}) is read here; a larger one in a worker process, so
+   * the event loop's share does not grow with the package's entry count.
+   */
   async files(id: string): Promise<Map<string, Buffer>> {
     const hit = this.filesCache.get(id);
     if (hit) return hit;
-    const files = await readCsar(await this.content(id), this.limits);
+    const zip = await this.content(id);
+    const entries = declaredEntryCount(zip);
+    const l = this.limits;
+    const files =
+      entries !== undefined && entries <= INLINE_READ_MAX_ENTRIES && zip.length <= INLINE_READ_MAX_BYTES
+        ? await readCsar(zip, l)
+        : await extractInWorker(zip, { maxFileBytes: l.maxFileBytes, maxVnfdBytes: l.maxVnfdBytes, maxTotalBytes: l.maxTotalBytes, maxEntries: l.maxEntries, maxOldGenerationSizeMb: l.maxOldGenerationSizeMb, timeoutMs: l.onboardTimeoutMs }, this.stopping.signal);
     if (this.filesCache.size > 64) this.filesCache.clear();
     this.filesCache.set(id, files);
     return files;

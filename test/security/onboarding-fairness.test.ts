@@ -1,10 +1,11 @@
 /**
  * Package onboarding cannot be blocked or monopolised by one caller:
  *
- * - a 10,000-entry ZIP (~1.1 MB) onboards without the VNFM's own process opening it (the
- *   `healvnfm:packages:csar-read` diagnostics channel stays silent) or walking its bytes in
- *   JavaScript (the upload's byte iterator is never used: the embedded database stores bytea in
- *   native hex); health answers while the worker holds the package (counted, not timed);
+ * - a 10,000-entry ZIP (~1.1 MB) onboards, and its files are listed for instantiation, without
+ *   the VNFM's own process opening it (the `healvnfm:packages:csar-read` diagnostics channel stays
+ *   silent) or walking its bytes in JavaScript (the upload's byte iterator is never used: the
+ *   embedded database stores bytea in native hex); health answers while the worker holds the
+ *   package (counted, not timed);
  * - a YAML alias bomb ("billion laughs") ends ERROR with the alias budget and file:line:col, and
  *   yaml's per-call `Alias.resolve` (a walk of the whole document) is never used;
  * - one caller (here: a client address, no authentication) runs at most
@@ -123,7 +124,13 @@ describe('onboarding fairness and main-thread work', { timeout: 600_000 }, () =>
       assert.equal(p.onboardingState, 'ONBOARDED', JSON.stringify(p.onboardingFailureDetails));
       assert.equal(p.vnfdId, vnfdId);
       assert.equal(walked, 0, 'the package bytes were walked in JavaScript on the event loop');
+      assert.ok((await vnfm.ctx.packages.content(id)).equals(csar), 'the stored content is the upload');
       assert.deepEqual(opened, [], 'the VNFM process opened the ZIP itself');
+      // Its files (what instantiation and hook scripts read) come from a worker too.
+      const files = await vnfm.ctx.packages.files(id);
+      assert.equal(files.size, 10_000);
+      assert.equal(files.get('Files/f9997.txt')?.toString(), '9997');
+      assert.deepEqual(opened, [], 'the VNFM process opened the ZIP to list its files');
     } finally {
       unsubscribe('healvnfm:packages:csar-read', onRead);
     }
