@@ -381,6 +381,12 @@ export interface VnfmConfig {
     onboardTimeoutMs: number;
     /** Onboardings running at once in this process; uploads beyond get 503 with Retry-After. @default 2 */
     maxConcurrentOnboardings: number;
+    /**
+     * Onboardings one caller may run at once (a caller: the principal's project, else the
+     * principal; the client address without authentication); a further upload of that caller
+     * gets 429 with Retry-After, so one caller cannot hold every onboarding slot. @default 1
+     */
+    maxConcurrentOnboardingsPerCaller: number;
     /** Retry-After (seconds) of that 503. @default 5 */
     busyRetryAfterSeconds: number;
   };
@@ -490,7 +496,7 @@ export function defaultConfig(): VnfmConfig {
     faultNotification: { enabled: true, prefix: '/server_notification', windowMs: 20_000, auth: 'none', credential: undefined },
     autoheal: { maxUnhealthy: '100%', maxHealsPerVnfc: 10, frequencyPeriodMs: 600_000, sweepMs: 1000, leaseMs: 30_000, busyRetryMs: 5000, concurrency: 8, intakePriorityRate: 200, intakePriorityMaxMs: 10_000 },
     sync: { intervalMs: 300_000, initialDelayMs: 60_000, vimTypes: ['ETSINFV.KUBERNETES.V_1'], settleAttempts: 4, settleDelayMs: 1000 },
-    packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, busyRetryAfterSeconds: 5 },
+    packages: { maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024, maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxOldGenerationSizeMb: 256, onboardTimeoutMs: 60_000, maxConcurrentOnboardings: 2, maxConcurrentOnboardingsPerCaller: 1, busyRetryAfterSeconds: 5 },
     vim: { stackTimeoutMs: 1_200_000, stackPollInitialMs: 100, stackPollMs: 250, stackPollBackoffAfterMs: 60_000, stackPollMaxMs: 2000, kubernetesWaitMs: 500_000, kubernetesCreateNamespace: true },
     mgmt: { scriptTimeoutMs: 1_800_000, scriptOutputMaxBytes: 1_048_576, scriptKillGraceMs: 5000, kubeadm: null, kubespray: null, scriptUser: 'nobody' },
   };
@@ -578,6 +584,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_PACKAGES_MAX_OLD_GENERATION_SIZE_MB: ['packages.maxOldGenerationSizeMb', 'number'],
   VNFM_PACKAGES_ONBOARD_TIMEOUT_MS: ['packages.onboardTimeoutMs', 'number'],
   VNFM_PACKAGES_MAX_CONCURRENT_ONBOARDINGS: ['packages.maxConcurrentOnboardings', 'number'],
+  VNFM_PACKAGES_MAX_CONCURRENT_ONBOARDINGS_PER_CALLER: ['packages.maxConcurrentOnboardingsPerCaller', 'number'],
   VNFM_FAULT_AUTH: ['faultNotification.auth', 'string'],
   VNFM_FAULT_CREDENTIAL: ['faultNotification.credential', 'string'],
 };
@@ -831,7 +838,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isFinite(r.stepRetries.baseDelayMs) || r.stepRetries.baseDelayMs < 0) throw new ConfigError('runner.stepRetries.baseDelayMs must be >= 0');
   if (!Number.isFinite(r.stepRetries.maxDelayMs) || r.stepRetries.maxDelayMs < r.stepRetries.baseDelayMs) throw new ConfigError('runner.stepRetries.maxDelayMs must be >= runner.stepRetries.baseDelayMs');
   if (!Number.isFinite(r.shutdownGraceMs) || r.shutdownGraceMs < 0) throw new ConfigError('runner.shutdownGraceMs must be >= 0');
-  for (const k of ['maxFileBytes', 'maxVnfdBytes', 'maxTotalBytes', 'maxEntries', 'maxOldGenerationSizeMb', 'onboardTimeoutMs', 'maxConcurrentOnboardings', 'busyRetryAfterSeconds'] as const) {
+  for (const k of ['maxFileBytes', 'maxVnfdBytes', 'maxTotalBytes', 'maxEntries', 'maxOldGenerationSizeMb', 'onboardTimeoutMs', 'maxConcurrentOnboardings', 'maxConcurrentOnboardingsPerCaller', 'busyRetryAfterSeconds'] as const) {
     if (!Number.isInteger(cfg.packages[k]) || cfg.packages[k] < 1) throw new ConfigError(`packages.${k} must be an integer >= 1`);
   }
   if (cfg.packages.maxOldGenerationSizeMb < 16) throw new ConfigError('packages.maxOldGenerationSizeMb must be >= 16');

@@ -45,6 +45,8 @@ export const ERRORS = {
   VNFM_ERR_PKG_INVALID: { httpStatus: 422, title: 'Unprocessable Entity', retryable: false },
   /** Onboarding capacity of this process is in use: retry after the `Retry-After` delay. */
   VNFM_ERR_PKG_BUSY: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
+  /** The caller already runs its share of onboardings (packages.maxConcurrentOnboardingsPerCaller). */
+  VNFM_ERR_PKG_CALLER_BUSY: { httpStatus: 429, title: 'Too Many Requests', retryable: true },
   VNFM_ERR_VNFD_NOT_FOUND: { httpStatus: 422, title: 'Unprocessable Entity', retryable: false },
   VNFM_ERR_INST_NOT_FOUND: { httpStatus: 404, title: 'Not Found', retryable: false },
   VNFM_ERR_INST_STATE: { httpStatus: 409, title: 'Conflict', retryable: false },

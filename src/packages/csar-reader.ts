@@ -12,6 +12,7 @@
  * The module also builds CSARs from a package folder ({@link buildCsarFromDir}), which the CLI,
  * the demo and the tests use to onboard the samples under `samples/`.
  */
+import { channel } from 'node:diagnostics_channel';
 import { lstatSync, readdirSync, readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
@@ -49,6 +50,12 @@ export interface CsarLimits {
    */
   readonly maxVnfdBytes?: number;
 }
+
+/**
+ * Diagnostics channel published to when a CSAR is opened in this process (`{ bytes }`): tracing,
+ * and the tests that check the VNFM's own process leaves package reading to the worker.
+ */
+export const CSAR_READ_CHANNEL = channel('healvnfm:packages:csar-read');
 
 /** Defaults of {@link CsarLimits}; exported so the configuration module can document them. */
 export const DEFAULT_CSAR_LIMITS = { maxTotalBytes: 512 * 1024 * 1024, maxEntries: 10_000, maxFileBytes: 16 * 1024 * 1024, maxVnfdBytes: 4 * 1024 * 1024 } as const;
@@ -122,6 +129,7 @@ export function readCsar(zip: Buffer, limits: CsarLimits = {}): Promise<CsarFile
   const maxEntries = limits.maxEntries ?? DEFAULT_CSAR_LIMITS.maxEntries;
   const maxFileBytes = limits.maxFileBytes ?? DEFAULT_CSAR_LIMITS.maxFileBytes;
   const maxVnfdBytes = limits.maxVnfdBytes ?? DEFAULT_CSAR_LIMITS.maxVnfdBytes;
+  if (CSAR_READ_CHANNEL.hasSubscribers) CSAR_READ_CHANNEL.publish({ bytes: zip?.length ?? 0 });
   return new Promise<CsarFiles>((resolve, reject) => {
     if (!Buffer.isBuffer(zip) || zip.length === 0) {
       reject(new PackageError('the package is empty: expected a ZIP (CSAR) file'));
@@ -206,6 +214,24 @@ export function readCsar(zip: Buffer, limits: CsarLimits = {}): Promise<CsarFile
       zf.readEntry();
     });
   });
+}
+
+/**
+ * The entry count a ZIP's end-of-central-directory record declares, read from the last bytes of
+ * the file only (at most 22 bytes + a 64 KiB comment): O(1) in the number of entries. Undefined
+ * when there is no such record or the ZIP is ZIP64 (count 0xFFFF); the count is a claim, which
+ * {@link readCsar} checks.
+ */
+export function declaredEntryCount(zip: Uint8Array): number | undefined {
+  const b = Buffer.from(zip.buffer, zip.byteOffset, zip.byteLength);
+  const stop = Math.max(0, b.length - 22 - 0xffff);
+  for (let i = b.length - 22; i >= stop; i--) {
+    if (b.readUInt32LE(i) === 0x06054b50) {
+      const n = b.readUInt16LE(i + 10);
+      return n === 0xffff ? undefined : n;
+    }
+  }
+  return undefined;
 }
 
 /** Fixed timestamp for built archives, so the same folder always gives the same CSAR bytes (and checksum). */

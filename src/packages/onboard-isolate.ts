@@ -16,7 +16,7 @@
  */
 import { fork } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { type CsarLimits, describeSize } from './csar-reader.ts';
+import type { CsarFiles, CsarLimits } from './csar-reader.ts';
 import { PackageError } from './package-error.ts';
 import type { VnfPackageModel } from './vnfd-model.ts';
 import type { OnboardWorkerInput, OnboardWorkerOutput } from './onboard-worker.ts';
@@ -42,13 +42,31 @@ export class OnboardingAborted extends Error {}
 /**
  * Reads and parses a CSAR in a worker process. Resolves to the package model; rejects with a
  * {@link PackageError} when the package is invalid or when the worker ran out of memory, out of
- * time, or died.
+ * time, or died. `beforeSend` (fault positioning) is awaited once the worker process is started,
+ * before it gets the package; the time limit runs meanwhile.
  */
-export function parseInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: AbortSignal): Promise<VnfPackageModel> {
+export function parseInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: AbortSignal, beforeSend?: () => Promise<void>): Promise<VnfPackageModel> {
+  return runWorker(zip, limits, 'parse', signal, beforeSend).then((m) => (m as { model: VnfPackageModel }).model);
+}
+
+/**
+ * Reads a CSAR in a worker process (the same limits and failures as {@link parseInWorker}) and
+ * resolves to its files: listing, checking and inflating the entries of a large package is not
+ * the VNFM's event loop's work.
+ */
+export function extractInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: AbortSignal): Promise<CsarFiles> {
+  return runWorker(zip, limits, 'extract', signal).then((m) => {
+    const out: CsarFiles = new Map();
+    for (const [path, bytes] of (m as { files: Map<string, Uint8Array> }).files) out.set(path, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength));
+    return out;
+  });
+}
+
+function runWorker(zip: Uint8Array, limits: IsolateLimits, mode: 'parse' | 'extract', signal?: AbortSignal, beforeSend?: () => Promise<void>): Promise<OnboardWorkerOutput & { ok: true }> {
   const { maxOldGenerationSizeMb, timeoutMs, ...csarLimits } = limits;
-  const input: OnboardWorkerInput = { zip, limits: csarLimits };
+  const input: OnboardWorkerInput = { zip, limits: csarLimits, mode };
   if (signal?.aborted) return Promise.reject(new OnboardingAborted('onboarding stopped: the VNFM is shutting down'));
-  return new Promise<VnfPackageModel>((resolve, reject) => {
+  return new Promise<OnboardWorkerOutput & { ok: true }>((resolve, reject) => {
     let settled = false;
     let stderr = '';
     const execArgv = [...(FROM_SOURCE ? ['--import', import.meta.resolve('tsx')] : []), `--max-old-space-size=${maxOldGenerationSizeMb}`];
@@ -74,7 +92,7 @@ export function parseInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: A
     }, timeoutMs);
     child.once('message', (m: OnboardWorkerOutput) => {
       settle(() => {
-        if (m.ok) resolve(m.model as VnfPackageModel);
+        if (m.ok) resolve(m);
         else if (m.error.packageError) reject(new PackageError(m.error.problem ?? m.error.message, { file: m.error.file, line: m.error.line, column: m.error.column }));
         else reject(new PackageError(`package could not be processed: ${m.error.message}`));
       });
@@ -93,8 +111,13 @@ export function parseInWorker(zip: Uint8Array, limits: IsolateLimits, signal?: A
         }
       });
     });
-    child.send(input, (e) => {
-      if (e) settle(() => reject(new PackageError(`package could not be processed: cannot hand the package to the parsing worker: ${e.message}`)));
-    });
+    const send = (): void => {
+      if (settled) return;
+      child.send(input, (e) => {
+        if (e) settle(() => reject(new PackageError(`package could not be processed: cannot hand the package to the parsing worker: ${e.message}`)));
+      });
+    };
+    if (beforeSend) beforeSend().then(send, (e: unknown) => settle(() => reject(e)));
+    else send();
   });
 }

@@ -10,21 +10,24 @@ import { readCsar, type CsarLimits } from './csar-reader.ts';
 import { isPackageError } from './package-error.ts';
 import { parseVnfPackage } from './vnfd-parser.ts';
 
-/** What the parent sends. */
+/** What the parent sends: `extract` answers the package's files instead of its model. */
 export interface OnboardWorkerInput {
   zip: Uint8Array;
   limits: CsarLimits;
+  mode?: 'parse' | 'extract';
 }
 
 /** What the worker answers. */
 export type OnboardWorkerOutput =
   | { ok: true; model: unknown }
+  | { ok: true; files: Map<string, Uint8Array> }
   | { ok: false; error: { packageError: boolean; message: string; problem?: string; file?: string | undefined; line?: number | undefined; column?: number | undefined } };
 
 async function handle(input: OnboardWorkerInput): Promise<OnboardWorkerOutput> {
   try {
     const zip = Buffer.from(input.zip.buffer, input.zip.byteOffset, input.zip.byteLength);
     const files = await readCsar(zip, input.limits);
+    if (input.mode === 'extract') return { ok: true, files };
     const model = parseVnfPackage(files, input.limits.maxVnfdBytes === undefined ? {} : { maxVnfdBytes: input.limits.maxVnfdBytes });
     return { ok: true, model };
   } catch (e) {

@@ -17,8 +17,8 @@ import { vnfmError } from '../errors.ts';
 import { ALL_PROJECTS, type ProjectScope, inScope } from '../model/project-scope.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
-import { readCsar } from './csar-reader.ts';
-import { OnboardingAborted, parseInWorker } from './onboard-isolate.ts';
+import { declaredEntryCount, readCsar } from './csar-reader.ts';
+import { extractInWorker, OnboardingAborted, parseInWorker } from './onboard-isolate.ts';
 import { PackageError } from './package-error.ts';
 import type { VnfPackageModel } from './vnfd-model.ts';
 
@@ -27,6 +27,11 @@ export type PackageLimits = VnfmConfig['packages'];
 
 /** Defaults of {@link PackageLimits}: those of the config module. */
 export const DEFAULT_PACKAGE_LIMITS: PackageLimits = defaultConfig().packages;
+
+/** {@link PackageService.files} reads a package of at most this many entries on the event loop, a larger one in a worker. */
+export const INLINE_READ_MAX_ENTRIES = 256;
+/** ... and of at most this many bytes (zipped). */
+export const INLINE_READ_MAX_BYTES = 8 * 1024 * 1024;
 
 /** Onboarding attempts of one content: the first one plus one resume at start-up. */
 export const MAX_ONBOARD_ATTEMPTS = 2;
@@ -98,11 +103,18 @@ export class PackageService {
   private readonly filesCache = new Map<string, Map<string, Buffer>>();
   /** Onboardings holding a slot now (uploads and resumed ones). */
   private running = 0;
+  /** Uploaded onboardings running now, per caller ({@link upload}'s `caller`). */
+  private readonly byCaller = new Map<string, number>();
   /** Resumed onboardings waiting for a slot (start-up recovery queues; uploads are refused instead). */
   private readonly waiting: (() => void)[] = [];
   readonly limits: PackageLimits;
   /** Aborted at shutdown: stops the worker processes of this service. */
   private readonly stopping = new AbortController();
+  /**
+   * Fault positioning: awaited when the worker process of package `id` has started, before it
+   * gets the package (the package is PROCESSING and holds its slot meanwhile).
+   */
+  onWorkerStarted: ((id: string) => Promise<void>) | undefined;
 
   constructor(
     private readonly db: Kysely<Database>,
@@ -116,6 +128,24 @@ export class PackageService {
   /** True when an upload would be accepted now (the API checks this before reading a body). */
   hasOnboardingCapacity(): boolean {
     return this.running + this.waiting.length < this.limits.maxConcurrentOnboardings;
+  }
+
+  /**
+   * Why an upload of `caller` cannot start now (the 429 of {@link callerBusyError} or the 503 of
+   * {@link busyError}), or undefined when it can. The API checks this before reading a body, and
+   * {@link upload} again, atomically.
+   */
+  admissionError(caller?: string): Error | undefined {
+    if (caller !== undefined && (this.byCaller.get(caller) ?? 0) >= this.limits.maxConcurrentOnboardingsPerCaller) return this.callerBusyError();
+    return this.hasOnboardingCapacity() ? undefined : this.busyError();
+  }
+
+  /** The 429 of an upload beyond the caller's share of the onboarding capacity. */
+  callerBusyError(): Error {
+    const n = this.limits.maxConcurrentOnboardingsPerCaller;
+    return vnfmError('VNFM_ERR_PKG_CALLER_BUSY', `${n === 1 ? 'an onboarding' : `${n} onboardings`} of this caller ${n === 1 ? 'is' : 'are'} running (packages.maxConcurrentOnboardingsPerCaller); retry the upload in ${this.limits.busyRetryAfterSeconds} s, once it has finished`, {
+      retryAfterMs: this.limits.busyRetryAfterSeconds * 1000,
+    });
   }
 
   /** The 503 of an upload beyond the onboarding capacity. */
@@ -178,11 +208,22 @@ export class PackageService {
     return Buffer.from(r.content);
   }
 
-  /** The files of an onboarded package, read from its stored CSAR (cached: content is immutable once onboarded). */
+  /**
+   * The files of an onboarded package, read from its stored CSAR (cached: content is immutable
+   * once onboarded). A small package (at most {@link INLINE_READ_MAX_ENTRIES} entries, as its ZIP
+   * declares, and {@link INLINE_READ_MAX_BYTES}) is read here; a larger one in a worker process, so
+   * the event loop's share does not grow with the package's entry count.
+   */
   async files(id: string): Promise<Map<string, Buffer>> {
     const hit = this.filesCache.get(id);
     if (hit) return hit;
-    const files = await readCsar(await this.content(id), this.limits);
+    const zip = await this.content(id);
+    const entries = declaredEntryCount(zip);
+    const l = this.limits;
+    const files =
+      entries !== undefined && entries <= INLINE_READ_MAX_ENTRIES && zip.length <= INLINE_READ_MAX_BYTES
+        ? await readCsar(zip, l)
+        : await extractInWorker(zip, { maxFileBytes: l.maxFileBytes, maxVnfdBytes: l.maxVnfdBytes, maxTotalBytes: l.maxTotalBytes, maxEntries: l.maxEntries, maxOldGenerationSizeMb: l.maxOldGenerationSizeMb, timeoutMs: l.onboardTimeoutMs }, this.stopping.signal);
     if (this.filesCache.size > 64) this.filesCache.clear();
     this.filesCache.set(id, files);
     return files;
@@ -202,13 +243,25 @@ export class PackageService {
 
   /**
    * Stores uploaded content and starts onboarding in the background. Only a package in CREATED
-   * (or ERROR, to retry an upload) accepts content: 409 otherwise.
+   * (or ERROR, to retry an upload) accepts content: 409 otherwise. `caller` (the API's caller
+   * key: project, principal or client address) may run at most
+   * `packages.maxConcurrentOnboardingsPerCaller` onboardings at once: 429 beyond.
    */
-  async upload(id: string, zip: Buffer): Promise<void> {
+  async upload(id: string, zip: Buffer, caller?: string): Promise<void> {
     if (zip.length === 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'package content is empty');
     // Reserve the slot synchronously, before any await, so concurrent uploads cannot overbook.
-    if (!this.hasOnboardingCapacity()) throw this.busyError();
+    const refused = this.admissionError(caller);
+    if (refused) throw refused;
     this.running++;
+    if (caller !== undefined) this.byCaller.set(caller, (this.byCaller.get(caller) ?? 0) + 1);
+    const release = (): void => {
+      if (caller !== undefined) {
+        const n = (this.byCaller.get(caller) ?? 1) - 1;
+        if (n > 0) this.byCaller.set(caller, n);
+        else this.byCaller.delete(caller);
+      }
+      this.release();
+    };
     let started = false;
     try {
       const res = await this.db
@@ -222,9 +275,11 @@ export class PackageService {
         throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${id} is in onboardingState ${p.onboardingState}; content can only be uploaded in CREATED`);
       }
       started = true;
-      this.track(this.onboard(id).finally(() => this.release()));
+      // The worker gets the uploaded bytes as they are: reading them back from the database would
+      // cost the event loop time in proportion to the package's size for nothing.
+      this.track(this.onboard(id, zip).finally(release));
     } finally {
-      if (!started) this.release();
+      if (!started) release();
     }
   }
 
@@ -263,11 +318,11 @@ export class PackageService {
     this.stopping.abort();
   }
 
-  private async onboard(id: string): Promise<void> {
+  private async onboard(id: string, uploaded?: Buffer): Promise<void> {
     try {
       // Counted before the work starts: an attempt that takes the process down still counts.
       await this.db.updateTable('vnf_package').set((eb) => ({ onboard_attempts: eb('onboard_attempts', '+', 1) })).where('id', '=', id).execute();
-      const zip = await this.content(id);
+      const zip = uploaded ?? (await this.content(id));
       const l = this.limits;
       const model = await parseInWorker(zip, {
         maxFileBytes: l.maxFileBytes,
@@ -276,7 +331,7 @@ export class PackageService {
         maxEntries: l.maxEntries,
         maxOldGenerationSizeMb: l.maxOldGenerationSizeMb,
         timeoutMs: l.onboardTimeoutMs,
-      }, this.stopping.signal);
+      }, this.stopping.signal, this.onWorkerStarted ? () => (this.onWorkerStarted as (id: string) => Promise<void>)(id) : undefined);
       await this.db.transaction().execute(async (tx) => {
         const clash = await tx.selectFrom('vnf_package').select(['id', 'project']).where('vnfd_id', '=', model.vnfdId).where('onboarding_state', '=', 'ONBOARDED').where('id', '!=', id).executeTakeFirst();
         if (clash) {

@@ -7,7 +7,7 @@
  * plus the source text of numbers written in a non-canonical way (`1.0`), so a version written
  * unquoted keeps its spelling when read as a string.
  */
-import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node as YamlNode, parseAllDocuments, parseDocument, type Document } from 'yaml';
+import { type Alias, isAlias, isMap, isNode, isPair, isScalar, isSeq, LineCounter, type Node as YamlNode, parseAllDocuments, parseDocument, type Document, visit } from 'yaml';
 import { PackageError } from './package-error.ts';
 
 /** A position in a package file (1-based line and column). */
@@ -22,10 +22,32 @@ export type Plain = null | boolean | number | string | Plain[] | { [k: string]: 
 
 /** Upper bound on converted nodes per document, a backstop for huge files. */
 const MAX_NODES = 2_000_000;
-/** Upper bound on nodes produced by expanding aliases: stops alias bombs ("billion laughs") early. */
-const MAX_ALIAS_NODES = 100_000;
+/**
+ * Upper bound on nodes produced by expanding aliases, over all the YAML files of one package:
+ * stops alias bombs ("billion laughs"), also one split over many files, early.
+ * A real VNFD uses aliases sparingly (a shared property block, a few dozen nodes per use); the
+ * bound is far above that and reached in milliseconds by a bomb (aliases are resolved once per
+ * document, {@link aliasTargets}, so each expanded node costs O(1)).
+ */
+export const MAX_ALIAS_NODES = 100_000;
 /** Upper bound on nesting depth, far above any real VNFD and far below the JS stack limit. */
 const MAX_DEPTH = 400;
+
+/**
+ * The node every alias of `doc` stands for, in one walk: the last node before the alias carrying
+ * its anchor (YAML 1.2, as yaml's `Alias.resolve`, which walks the whole document per call).
+ */
+function aliasTargets(doc: Document): Map<Alias, YamlNode | undefined> {
+  const anchors = new Map<string, YamlNode>();
+  const out = new Map<Alias, YamlNode | undefined>();
+  visit(doc, {
+    Node: (_key, node) => {
+      if (isAlias(node)) out.set(node, anchors.get(node.source));
+      else if (isNode(node) && node.anchor) anchors.set(node.anchor, node);
+    },
+  });
+  return out;
+}
 
 /** Defines an own enumerable property, so a key named `__proto__` stays data and never touches the prototype. */
 function setOwn(obj: { [k: string]: Plain }, key: string, value: Plain): void {
@@ -36,9 +58,10 @@ function setOwn(obj: { [k: string]: Plain }, key: string, value: Plain): void {
 interface ConvertState {
   readonly file: string;
   readonly doc: Document;
+  /** The node each alias of the document stands for ({@link aliasTargets}). */
+  readonly targets: Map<Alias, YamlNode | undefined>;
   readonly lc: LineCounter;
   count: number;
-  aliasCount: number;
   inAlias: number;
 }
 
@@ -50,6 +73,8 @@ export class YamlSources {
   private readonly objPos = new WeakMap<object, SourcePos>();
   private readonly keyPos = new WeakMap<object, Map<string, SourcePos>>();
   private readonly numText = new WeakMap<object, Map<string, string>>();
+  /** Nodes produced by expanding aliases, over every file of the package (bounded by {@link MAX_ALIAS_NODES}). */
+  private aliasNodes = 0;
 
   /**
    * Parses one YAML document. Throws a {@link PackageError} with the file, line and column of the
@@ -91,7 +116,7 @@ export class YamlSources {
   }
 
   private convertDoc(file: string, doc: Document, lc: LineCounter): Plain {
-    const st: ConvertState = { file, doc, lc, count: 0, aliasCount: 0, inAlias: 0 };
+    const st: ConvertState = { file, doc, lc, targets: aliasTargets(doc), count: 0, inAlias: 0 };
     const root = doc.contents;
     if (root === null || root === undefined) return null;
     return this.convert(root as YamlNode, st, 0);
@@ -157,17 +182,19 @@ export class YamlSources {
 
   private convert(node: YamlNode, st: ConvertState, depth: number): Plain {
     st.count += 1;
-    if (st.inAlias > 0) st.aliasCount += 1;
-    if (st.count > MAX_NODES || st.aliasCount > MAX_ALIAS_NODES) {
+    if (st.inAlias > 0) this.aliasNodes += 1;
+    if (st.count > MAX_NODES || this.aliasNodes > MAX_ALIAS_NODES) {
       const p = this.pos(st, node);
-      throw new PackageError('YAML document is too large once aliases are expanded', p ? { file: st.file, line: p.line, column: p.column } : { file: st.file });
+      const what = this.aliasNodes > MAX_ALIAS_NODES ? `the package's YAML aliases expand to more than ${MAX_ALIAS_NODES} nodes (an alias bomb?)` : `it has more than ${MAX_NODES} nodes`;
+      throw new PackageError(`YAML document is too large once aliases are expanded: ${what}`, p ? { file: st.file, line: p.line, column: p.column } : { file: st.file });
     }
     if (depth > MAX_DEPTH) {
       const p = this.pos(st, node);
       throw new PackageError(`YAML nesting deeper than ${MAX_DEPTH} levels`, p ? { file: st.file, line: p.line, column: p.column } : { file: st.file });
     }
     if (isAlias(node)) {
-      const target = node.resolve(st.doc);
+      // Resolved once per document (yaml's Alias.resolve walks the whole document on every call).
+      const target = st.targets.get(node);
       if (!target) return null;
       st.inAlias += 1;
       try {

@@ -138,7 +138,8 @@ describe('with the size limits lifted, the worker runs out of heap, not the VNFM
 describe('onboarding concurrency and time limits', { timeout: 900_000 }, () => {
   let vnfm: TestVnfm;
   before(async () => {
-    vnfm = await testVnfm({ listen: true, config: { packages: { maxConcurrentOnboardings: 1, busyRetryAfterSeconds: 7, onboardTimeoutMs: 1000 } } });
+    // one client uploads both: its per-caller share (429) is not what this test is about
+    vnfm = await testVnfm({ listen: true, config: { packages: { maxConcurrentOnboardings: 1, maxConcurrentOnboardingsPerCaller: 2, busyRetryAfterSeconds: 7, onboardTimeoutMs: 1000 } } });
   });
   after(async () => {
     await vnfm?.close();

@@ -82,6 +82,18 @@ export function firstMultipartFile(body: Buffer, contentType: string): Buffer {
   return body.subarray(headerEnd + 4, next - 2);
 }
 
+/**
+ * Who an upload counts against for packages.maxConcurrentOnboardingsPerCaller: the principal's
+ * project (its users share the share), else the principal; without authentication (or for the
+ * `none` principal) the client address (behind a reverse proxy: the proxy's address, so one
+ * share for every caller behind it).
+ */
+export function onboardingCaller(req: FastifyRequest): string {
+  const p = req.principal;
+  if (!p || p.via === 'none') return `address:${req.ip}`;
+  return p.project !== undefined ? `project:${p.project}` : `principal:${p.via}:${p.id}`;
+}
+
 const PKG_ATTRS = ['id', 'vnfdId', 'vnfProvider', 'vnfProductName', 'vnfSoftwareVersion', 'vnfdVersion', 'checksum', 'softwareImages', 'additionalArtifacts', 'onboardingState', 'operationalState', 'usageState', 'userDefinedData', 'onboardingFailureDetails', '_links'];
 const IdParams = Type.Object({ id: Type.String({ minLength: 1, maxLength: 255 }) });
 
@@ -132,18 +144,20 @@ export async function registerVnfpkgmRoutes(app: FastifyInstance, ctx: AppContex
         await ctx.packages.delete((req.params as { id: string }).id);
         return reply.code(204).send();
       });
-      // Beyond packages.maxConcurrentOnboardings: 503 + Retry-After, checked before the body is
+      // Beyond packages.maxConcurrentOnboardings: 503 + Retry-After; beyond the caller's
+      // packages.maxConcurrentOnboardingsPerCaller: 429 + Retry-After. Checked before the body is
       // read (onRequest) and again, atomically, when the upload is stored.
-      const busy = (reply: FastifyReply): Error => {
+      const busy = (reply: FastifyReply, e: Error): Error => {
         reply.header('retry-after', String(ctx.packages.limits.busyRetryAfterSeconds));
-        return ctx.packages.busyError();
+        return e;
       };
       r.put(
         '/vnf_packages/:id/package_content',
         {
           schema: { params: IdParams, tags: ['vnfpkgm'] },
-          onRequest: async (_req, reply) => {
-            if (!ctx.packages.hasOnboardingCapacity()) throw busy(reply);
+          onRequest: async (req, reply) => {
+            const refused = ctx.packages.admissionError(onboardingCaller(req));
+            if (refused) throw busy(reply, refused);
           },
         },
         async (req, reply) => {
@@ -151,9 +165,9 @@ export async function registerVnfpkgmRoutes(app: FastifyInstance, ctx: AppContex
           if (!Buffer.isBuffer(req.body)) throw vnfmError('VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE', 'package content must be sent as application/zip (or multipart/form-data with one file)');
           const zip = ct.startsWith('multipart/form-data') ? firstMultipartFile(req.body, ct) : req.body;
           try {
-            await ctx.packages.upload((req.params as { id: string }).id, zip);
+            await ctx.packages.upload((req.params as { id: string }).id, zip, onboardingCaller(req));
           } catch (e) {
-            if (e instanceof VnfmError && e.code === 'VNFM_ERR_PKG_BUSY') throw busy(reply);
+            if (e instanceof VnfmError && (e.code === 'VNFM_ERR_PKG_BUSY' || e.code === 'VNFM_ERR_PKG_CALLER_BUSY')) throw busy(reply, e);
             throw e;
           }
           return reply.code(202).send();
