@@ -26,7 +26,7 @@ import { isVnfmError, terminalError, vnfmError } from '../../../errors.ts';
 import type { VnfInstanceRecord } from '../../../model/vnf-instance.ts';
 import { vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
 import { INSTANCE_LABEL } from '../../../infra/kubernetes/manifests.ts';
-import { apiServerFrontend, type LbFrontend, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
+import { apiServerFrontend, type LbFrontend, type LbHostOptions, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
 import type { ClusterInstanceState, HostSpec, SshConnect } from '../k8s-common/run-context.ts';
 import { ClusterRunContext } from '../k8s-common/run-context.ts';
@@ -328,8 +328,13 @@ async function clusterFrontends(rc: SprayRun, inv: Inventory, nodes: readonly Lb
   return [...frontends, ...np.frontends.filter((f) => !taken.has(f.bind) && f.bind !== rc.cfg.lbApiPort)];
 }
 
-function lbOptions(rc: SprayRun) {
-  return { configPath: rc.cfg.lbConfigPath, reloadCommand: rc.cfg.lbReloadCommand, startCommand: rc.cfg.lbStartCommand, isActiveCommand: rc.cfg.lbIsActiveCommand, commandTimeoutMs: rc.cfg.commandTimeoutMs, signal: rc.signal, name: 'load balancer' };
+/** The LB reconciler's options for this driver (messages name the LB by its SSH address). */
+export function sprayLbOptions(cfg: KubesprayDriverConfig, signal?: AbortSignal): LbHostOptions {
+  return { configPath: cfg.lbConfigPath, reloadCommand: cfg.lbReloadCommand, startCommand: cfg.lbStartCommand, isActiveCommand: cfg.lbIsActiveCommand, commandTimeoutMs: cfg.commandTimeoutMs, ...(signal ? { signal } : {}) };
+}
+
+function lbOptions(rc: SprayRun): LbHostOptions {
+  return sprayLbOptions(rc.cfg, rc.signal);
 }
 
 /** Converges the cluster's LB section (serialised per LB with other instances' drivers). */
