@@ -194,14 +194,20 @@ function secretInventory(inv: Inventory, p: KubesprayParams, runDir: string): { 
 
 // ================================================================== addresses
 
-/** The LB's SSH address: `ssh_ip`, else the VNF resource named `ssh_cp_name` (floating first). */
+/**
+ * The LB's SSH address: `ssh_ip`, else the VNF resource named `ssh_cp_name`: a VNFC's CP (its fixed
+ * address, as Tacker; its floating IP with `ssh_address: floating`), an external CP, a port of the VNF.
+ */
 export function lbAddress(instance: VnfInstanceRecord, p: KubesprayParams): string {
   if (p.externalLb.sshIp) return p.externalLb.sshIp;
   const cp = p.externalLb.sshCpName as string;
+  const floating = p.externalLb.sshAddress === 'floating';
   for (const r of instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []) {
     const c = vnfcAddresses(r).find((x) => x.cpdId === cp);
-    const a = c?.floating[0] ?? c?.fixed[0];
+    if (!c) continue;
+    const a = floating ? c.floating[0] : c.fixed[0];
     if (a) return a;
+    if (floating) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${DRIVER}: external_lb_param.ssh_cp_name '${cp}' has no floating IP (ssh_address: floating)`);
   }
   for (const e of instance.instantiatedVnfInfo?.extCpInfo ?? []) {
     if (e.cpdId !== cp) continue;
