@@ -24,7 +24,7 @@ import { isIP } from 'node:net';
 import { stringify } from 'yaml';
 import { isVnfmError, terminalError, vnfmError } from '../../../errors.ts';
 import type { VnfInstanceRecord } from '../../../model/vnf-instance.ts';
-import { vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
+import { vnfcAddresses, vnfcOfAddress, vnfPortAddresses } from '../../addresses.ts';
 import { INSTANCE_LABEL } from '../../../infra/kubernetes/manifests.ts';
 import { apiServerFrontend, type LbFrontend, type LbHostOptions, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
@@ -52,6 +52,8 @@ export interface SprayInstanceState extends ClusterInstanceState {
   /** Hash of the cluster's LB section as last applied. */
   lbHash?: string | null;
   lbIp?: string;
+  /** The LB is this VNFC of the instance (Tacker's layout: an `externalLB` VDU in the same stack). */
+  lbVnfc?: { vnfcResourceInfoId: string; vduId: string };
 }
 
 /** `instantiatedVnfInfo.metadata.k8sCluster` of a Kubespray cluster. */
@@ -353,9 +355,13 @@ async function reconcileLb(rc: SprayRun, inv: Inventory, lbIp: string, api: Kube
     const st = await rc.sprayState;
     const r = await reconcileOwner(h.session, { owner: lbOwner('cluster', rc.ctx.instance.id), frontends }, { ...lbOptions(rc), lastAppliedHash: st.lbHash ?? null });
     if (r.drift?.section) rc.warn('the cluster section of the LB configuration was changed outside the VNFM (drift); it was rewritten');
+    const own = vnfcOfAddress(rc.ctx.instance, lbIp);
     await rc.updateState((s) => {
-      (s as SprayInstanceState).lbHash = r.hash;
-      (s as SprayInstanceState).lbIp = lbIp;
+      const ss = s as SprayInstanceState;
+      ss.lbHash = r.hash;
+      ss.lbIp = lbIp;
+      if (own) ss.lbVnfc = { vnfcResourceInfoId: own.id, vduId: own.vduId };
+      else delete ss.lbVnfc;
     });
     let cnfSections = 0;
     if (nodes && removedNames) {
@@ -620,8 +626,13 @@ async function teardown(rc: SprayRun, why: 'terminate' | 'heal'): Promise<MgmtRe
   const name = prev?.vimName ?? rc.params.vimName;
   const removed = await rc.step('delete-vim', undefined, async () => ({ vimIds: await deleteClusterVims(ctx, name, prev?.vimId) }));
   const st = await rc.sprayState;
-  const lbIp = st.lbIp ?? prev?.lbIp ?? safeLbAddress(ctx.instance, rc.params);
-  if (lbIp) {
+  const lbIp = st.lbIp ?? prev?.lbIp ?? safeLbAddress(ctx.previousInstance, rc.params);
+  const ownLb = lbIp ? ownLbVnfc(ctx, st, lbIp) : undefined;
+  if (lbIp && ownLb) {
+    // Tacker's layout: the LB is a VM of this VNF; it goes with the stack (terminate) or is re-created
+    // (whole heal), so its configuration needs no clean-up (and, at terminate_end, it is already gone).
+    rc.info(`the load balancer ${lbIp} is VNFC ${ownLb.vnfcResourceInfoId} (VDU ${ownLb.vduId}) of this VNF: it goes with the VNF, its configuration is not cleaned up`, { step: 'lb-remove', lb: lbIp });
+  } else if (lbIp) {
     await rc.step('lb-remove', undefined, async () => {
       const release = await ctx.lock(`lb:${lbIp}`);
       try {
@@ -652,6 +663,13 @@ async function teardown(rc: SprayRun, why: 'terminate' | 'heal'): Promise<MgmtRe
   });
   rc.info(`Kubernetes cluster ${name} removed (${why})`);
   return { vimConnectionInfo: { removeVimIds: removed.vimIds }, vnfInfoMetadata: { k8sCluster: null } };
+}
+
+/** The VNFC of this instance that is the LB (recorded when the LB was configured, else found by address), if any. */
+function ownLbVnfc(ctx: MgmtContext, st: SprayInstanceState, lbIp: string): { vnfcResourceInfoId: string; vduId: string } | undefined {
+  if (st.lbVnfc && st.lbIp === lbIp) return st.lbVnfc;
+  const r = vnfcOfAddress(ctx.previousInstance, lbIp) ?? vnfcOfAddress(ctx.instance, lbIp);
+  return r ? { vnfcResourceInfoId: r.id, vduId: r.vduId } : undefined;
 }
 
 function safeLbAddress(instance: VnfInstanceRecord, p: KubesprayParams): string | undefined {
