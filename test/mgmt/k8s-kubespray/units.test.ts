@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { failedTasks, judgePlay, parseRecap, playCommand } from '../../../src/mgmt/drivers/k8s-kubespray/ansible.ts';
 import { kubesprayConfig } from '../../../src/mgmt/drivers/k8s-kubespray/config.ts';
-import { renderHostsYaml, renderVars, sprayLbOptions } from '../../../src/mgmt/drivers/k8s-kubespray/hooks.ts';
+import { lbAddress, renderHostsYaml, renderVars, sprayLbOptions } from '../../../src/mgmt/drivers/k8s-kubespray/hooks.ts';
 import { apiServerFrontend, composeLbConfig, defaultBase, lbOwner, reconcileOwner, renderOwnerSection } from '../../../src/mgmt/lb/index.ts';
 import { effectiveSprayParam, installationParamOf, parseKubesprayParams, refusedOverrides } from '../../../src/mgmt/drivers/k8s-kubespray/params.ts';
 import type { Inventory } from '../../../src/mgmt/drivers/k8s-common/inventory.ts';
@@ -184,5 +184,26 @@ describe('the load balancer', () => {
       assert.doesNotMatch(e.message, /load balancer load balancer/);
       return true;
     });
+  });
+});
+
+describe("the LB's SSH address", () => {
+  const inst = {
+    id: 'i1',
+    instantiatedVnfInfo: {
+      vnfcResourceInfo: [
+        { id: 'lb-1', vduId: 'externalLB', computeResource: { resourceId: 'srv-lb' }, metadata: { cpAddresses: { externalLB_CP3: { fixed: ['10.0.0.30'], floating: ['172.24.4.30'] } } } },
+        { id: 'm-1', vduId: 'masterNode', computeResource: { resourceId: 'srv-m' }, metadata: { cpAddresses: { masterNode_CP1: { fixed: ['10.0.0.10'], floating: [] } } } },
+      ],
+    },
+  } as never;
+  const withLb = (lb: Record<string, unknown>) => parseKubesprayParams(params({ external_lb_param: { ssh_username: 'ubuntu', ssh_password: PW, ...lb } }), { instanceId: 'i1' });
+
+  it("ssh_cp_name naming the LB's port: its fixed address though it has a floating IP (as Tacker); ssh_address: floating for the floating one", () => {
+    assert.equal(lbAddress(inst, withLb({ ssh_cp_name: 'externalLB_CP3' })), '10.0.0.30');
+    assert.equal(lbAddress(inst, withLb({ ssh_cp_name: 'externalLB_CP3', ssh_address: 'floating' })), '172.24.4.30');
+    assert.throws(() => lbAddress(inst, withLb({ ssh_cp_name: 'masterNode_CP1', ssh_address: 'floating' })), /'masterNode_CP1' has no floating IP/);
+    assert.equal(lbAddress(inst, withLb({ ssh_ip: '10.9.9.9', ssh_cp_name: 'externalLB_CP3' })), '10.9.9.9', 'ssh_ip wins');
+    badRequest(() => withLb({ ssh_cp_name: 'externalLB_CP3', ssh_address: 'public' }), /external_lb_param\.ssh_address must be 'fixed' or 'floating'/);
   });
 });
