@@ -105,7 +105,7 @@ export class FakeCluster {
   crashOn: RegExp | undefined;
   /** Install runs on these hosts fail, echoing the join command (with its token) as kubeadm does. */
   readonly failInstallOn = new Set<string>();
-  /** Install runs on these hosts exit 0 having installed nothing and printed no marker (Tacker's script after a failed apt-get). */
+  /** Install runs on these hosts exit 0 having installed nothing and printed no marker (Tacker's script after its package installation failed). */
   readonly silentInstallOn = new Set<string>();
 
   constructor(

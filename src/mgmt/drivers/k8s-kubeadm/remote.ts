@@ -324,7 +324,7 @@ export function missingInstallMarkers(report: InstallReport, ha: boolean): strin
 
 /**
  * Fails at once when the main master's install script exited 0 without its result markers (e.g.
- * Tacker's script after a failed `apt-get`): the message names the missing markers and the
+ * Tacker's script after its package installation failed): the message names the missing markers and the
  * script's last output lines (bounded, secrets redacted).
  */
 export function requireInstallMarkers(report: InstallReport, o: { host: string; ha: boolean }): void {
