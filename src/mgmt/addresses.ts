@@ -40,17 +40,30 @@ export function vnfcAddresses(vnfc: VnfcResourceInfo): CpAddresses[] {
 }
 
 /**
- * The address to reach a VNFC by a CP name as Tacker's parameters give it (`ssh_cp_name`,
- * `nic_cp_name`, `cluster_cp_name`): the name of a CP (its floating address when `preferFloating`
- * and it has one, else its first fixed address), or the name of a floating IP resource that is not
- * a CP (then the VNFC's only floating address). Undefined when nothing matches.
+ * Which address of a CP a management driver connects to: `fixed` (the port's own address, as
+ * Tacker does for a `ssh_cp_name` naming a port) or `floating` (the NAT address associated with it).
  */
-export function addressByCpName(vnfc: VnfcResourceInfo, name: string, preferFloating: boolean): string | undefined {
+export type CpAddressKind = 'fixed' | 'floating';
+
+/**
+ * The address to reach a VNFC by a name as Tacker's parameters give it (`ssh_cp_name`,
+ * `nic_cp_name`, `cluster_cp_name`):
+ * - the name of a CP: its first fixed address (Tacker reads the port's `fixed_ips`), or with
+ *   `kind: 'floating'` its floating address (undefined when it has none: no silent fallback);
+ * - the name of a floating IP resource, which is not a CP: the VNFC's only floating address.
+ * Undefined when nothing matches.
+ */
+export function addressByCpName(vnfc: VnfcResourceInfo, name: string, kind: CpAddressKind = 'fixed'): string | undefined {
   const cps = vnfcAddresses(vnfc);
   const cp = cps.find((c) => c.cpdId === name);
-  if (cp) return (preferFloating ? cp.floating[0] : undefined) ?? cp.fixed[0];
+  if (cp) return kind === 'floating' ? cp.floating[0] : cp.fixed[0];
   const floating = cps.flatMap((c) => c.floating);
   return floating.length === 1 ? floating[0] : undefined;
+}
+
+/** Every address (fixed and floating) of every VNFC of an instance, with the VNFC it belongs to. */
+export function vnfcOfAddress(instance: VnfInstanceRecord, address: string): VnfcResourceInfo | undefined {
+  return (instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []).find((r) => vnfcAddresses(r).some((c) => c.fixed.includes(address) || c.floating.includes(address)));
 }
 
 /**

@@ -20,6 +20,7 @@ import type { Database } from '../store/schema.ts';
 import { declaredEntryCount, readCsar } from './csar-reader.ts';
 import { extractInWorker, OnboardingAborted, parseInWorker } from './onboard-isolate.ts';
 import { PackageError } from './package-error.ts';
+import { type PackageInfo, packageInfoOf } from './package-info.ts';
 import type { VnfPackageModel } from './vnfd-model.ts';
 
 /** Onboarding limits (the `packages` section of the config). */
@@ -50,6 +51,8 @@ export interface PackageRecord {
   checksum: { algorithm: string; hash: string } | null;
   userDefinedData: Record<string, unknown>;
   vnfd: VnfPackageModel | null;
+  /** softwareImages and additionalArtifacts (computed at onboarding; null for older packages). */
+  packageInfo: PackageInfo | null;
   onboardingError: string | null;
   createdAt: Date;
   /** The owning project; null: shared by every project. */
@@ -69,6 +72,7 @@ const COLS = [
   'checksum',
   'user_defined_data',
   'vnfd',
+  'package_info',
   'onboarding_error',
   'created_at',
   'project',
@@ -89,6 +93,7 @@ export function packageFromRow(r: Record<string, unknown>): PackageRecord {
     checksum: r.checksum as PackageRecord['checksum'],
     userDefinedData: (r.user_defined_data ?? {}) as Record<string, unknown>,
     vnfd: r.vnfd as VnfPackageModel | null,
+    packageInfo: (r.package_info ?? null) as PackageInfo | null,
     onboardingError: r.onboarding_error as string | null,
     createdAt: new Date(r.created_at as string),
     project: (r.project ?? null) as string | null,
@@ -351,6 +356,7 @@ export class PackageService {
             vnf_software_version: model.vnfSoftwareVersion,
             vnfd_version: model.vnfdVersion,
             vnfd: json(model),
+            package_info: json(packageInfoOf(model, new Date())),
           })
           .where('id', '=', id)
           .execute();

@@ -15,6 +15,10 @@
 export interface SwImageModel {
   readonly name: string;
   readonly version?: string;
+  /** `provider` (SOL001 3.3.1+), shown in the package's softwareImages. */
+  readonly provider?: string;
+  /** `operating_system` and `supported_virtualisation_environments`, shown as the image's userMetadata. */
+  readonly userMetadata?: Readonly<Record<string, unknown>>;
   readonly checksum?: { readonly algorithm: string; readonly hash: string };
   readonly containerFormat?: string;
   readonly diskFormat?: string;

@@ -723,6 +723,14 @@ function swImageOf(p: Parser, node: NodeT, scope: Scope): SwImageModel | undefin
   const img: { -readonly [K in keyof SwImageModel]: SwImageModel[K] } = { name: p.str({ holder: d, key: 'name' }, scope, `${l}.name`, true) };
   const version = p.str({ holder: d, key: 'version' }, scope, `${l}.version`);
   if (version !== undefined) img.version = version;
+  const provider = p.str({ holder: d, key: 'provider' }, scope, `${l}.provider`);
+  if (provider !== undefined) img.provider = provider;
+  const meta: Record<string, unknown> = {};
+  const os = p.str({ holder: d, key: 'operating_system' }, scope, `${l}.operating_system`);
+  if (os !== undefined) meta.operatingSystem = os;
+  const envs = own(d, 'supported_virtualisation_environments');
+  if (Array.isArray(envs) && envs.every((e) => typeof e === 'string')) meta.supportedVirtualisationEnvironments = [...envs];
+  if (Object.keys(meta).length > 0) img.userMetadata = meta;
   const ck = p.map({ holder: d, key: 'checksum' }, scope, `${l}.checksum`);
   if (ck) {
     img.checksum = {

@@ -184,6 +184,61 @@ describe('VNF packages', () => {
     }
   });
 
+  it('lists the software images and the additional artifacts of a package (GET, and lists with all_fields), ETSI-valid', async () => {
+    // a Kubespray cluster package in Tacker's layout: three VDU images, five files with TOSCA.meta digests
+    const k = await onboard(vnfm.app, csarOf(join(ROOT, 'test/fixtures/kubespray-tacker-layout')), idle);
+    expectPkgValid(k);
+    const images = k.softwareImages as Record<string, unknown>[];
+    assert.deepEqual(images.map((i) => i.id), ['externalLB', 'masterNode', 'workerNode']);
+    const lb = images[0] as Record<string, unknown>;
+    assert.match(String(lb.createdAt), /^\d{4}-\d\d-\d\dT/);
+    assert.deepEqual({ ...lb, createdAt: undefined, checksum: undefined }, {
+      id: 'externalLB',
+      name: 'ubuntu-22.04-haproxy',
+      provider: 'Example Co',
+      version: '22.04',
+      checksum: undefined,
+      isEncrypted: false,
+      containerFormat: 'BARE',
+      diskFormat: 'QCOW2',
+      createdAt: undefined,
+      minDisk: 4,
+      minRam: 1000,
+      size: 1_000_000_000,
+      imagePath: '',
+    });
+    assert.equal((lb.checksum as { algorithm: string }).algorithm, 'sha-512');
+    assert.match((lb.checksum as { hash: string }).hash, /^[0-9a-f]{128}$/);
+    assert.deepEqual(
+      (k.additionalArtifacts as Record<string, unknown>[]).map((a) => [a.artifactPath, (a.checksum as { algorithm: string }).algorithm, a.isEncrypted]),
+      [
+        ['BaseHOT/simple/nested/simple_nested_master.yaml', 'SHA-256', false],
+        ['BaseHOT/simple/nested/simple_nested_worker.yaml', 'SHA-256', false],
+        ['BaseHOT/simple/simple_hot_top.yaml', 'SHA-256', false],
+        ['Scripts/install_external_lb.sh', 'SHA-256', false],
+        ['Scripts/kubespray_mgmt.py', 'SHA-256', false],
+      ],
+      'the files TOSCA.meta declares with a digest, not the VNFD',
+    );
+    // the list shows the same (without reading the VNFD)
+    const list = (await req('GET', `/vnfpkgm/v1/vnf_packages?filter=(eq,id,${k.id as string})&all_fields`)).json() as Record<string, unknown>[];
+    expectPkgValid(list, true);
+    assert.deepEqual(list[0]?.softwareImages, k.softwareImages);
+    assert.deepEqual(list[0]?.additionalArtifacts, k.additionalArtifacts);
+    await disableAndDelete(k.id as string);
+
+    // Tacker's sample: two VDU images (no image file in the package), no declared artifacts
+    const t = await onboard(vnfm.app, csarOf(join(TACKER, 'sol_v2_common/basic_lcms_min/contents'), VM_DEFS), idle);
+    expectPkgValid(t);
+    const ti = t.softwareImages as Record<string, unknown>[];
+    assert.deepEqual(ti.map((i) => [i.id, i.name, i.version, i.containerFormat, i.diskFormat, i.minDisk, i.imagePath]), [
+      ['VDU1', 'cirros-0.5.2-x86_64-disk', '0.5.2', 'BARE', 'QCOW2', 0, ''],
+      ['VDU2', 'cirros-0.5.2-x86_64-disk', '0.5.2', 'BARE', 'QCOW2', 0, ''],
+    ]);
+    assert.deepEqual(t.additionalArtifacts, []);
+    await disableAndDelete(t.id as string);
+  });
+
   it('a second package with an already onboarded vnfdId ends in ERROR naming the clash', async () => {
     const first = await onboard(vnfm.app, csarOf(join(ROOT, 'samples/cnf-all-kinds')), idle);
     const detail = await failedOnboarding(csarOf(join(ROOT, 'samples/cnf-all-kinds')));

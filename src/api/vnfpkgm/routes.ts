@@ -7,6 +7,7 @@ import { zipSync } from 'fflate';
 import { sql } from 'kysely';
 import { Type } from 'typebox';
 import { VnfmError, vnfmError } from '../../errors.ts';
+import { packageInfoOf } from '../../packages/package-info.ts';
 import { type PackageRecord, packageFromRow } from '../../packages/package-service.ts';
 import type { AppContext } from '../../core/services.ts';
 import { type SqlListSpec, sendSqlList } from '../sol/sql-list.ts';
@@ -18,8 +19,10 @@ export function packageToApi(p: PackageRecord, publicUrl: string): Record<string
   const body: Record<string, unknown> = { id: p.id };
   if (p.vnfdId) Object.assign(body, { vnfdId: p.vnfdId, vnfProvider: p.vnfProvider, vnfProductName: p.vnfProductName, vnfSoftwareVersion: p.vnfSoftwareVersion, vnfdVersion: p.vnfdVersion });
   if (p.checksum) body.checksum = p.checksum;
-  body.softwareImages = [];
-  body.additionalArtifacts = [];
+  // computed at onboarding; derived from the VNFD for a package onboarded before that was stored
+  const info = p.packageInfo ?? (p.vnfd ? packageInfoOf(p.vnfd, p.createdAt) : null);
+  body.softwareImages = info?.softwareImages ?? [];
+  body.additionalArtifacts = info?.additionalArtifacts ?? [];
   body.onboardingState = p.onboardingState;
   body.operationalState = p.operationalState;
   body.usageState = p.usageState;
@@ -29,7 +32,7 @@ export function packageToApi(p: PackageRecord, publicUrl: string): Record<string
   return body;
 }
 
-const PKG_LIST_COLUMNS = ['id', 'onboarding_state', 'operational_state', 'usage_state', 'vnfd_id', 'vnf_provider', 'vnf_product_name', 'vnf_software_version', 'vnfd_version', 'checksum', 'user_defined_data', 'onboarding_error', 'created_at'];
+const PKG_LIST_COLUMNS = ['id', 'onboarding_state', 'operational_state', 'usage_state', 'vnfd_id', 'vnf_provider', 'vnf_product_name', 'vnf_software_version', 'vnfd_version', 'checksum', 'user_defined_data', 'package_info', 'onboarding_error', 'created_at'];
 
 /**
  * `/vnfpkgm/v1/vnf_packages` listed in SQL (src/api/sol/sql-list.ts), oldest first. The parsed

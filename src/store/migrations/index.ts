@@ -11,7 +11,7 @@ import { type Kysely, type Migration, type MigrationProvider, Migrator, sql } fr
 import { AUTOHEAL_INTAKE_MIGRATION, AUTOHEAL_MIGRATION, m100 as autoheal100, m101 as autohealIntake101 } from './autoheal.ts';
 import { LCM_COMMAND_ORIGIN_MIGRATION, LCM_RETRY_FENCING_MIGRATION, m110 as lcmRetryFencing110, m150 as lcmCommandOrigin150 } from './lcm.ts';
 import { OUTBOX_RETRY_WINDOW_MIGRATION, m120 as outboxRetryWindow120, OUTBOX_COMMIT_ORDER_MIGRATION, m160 as outboxCommitOrder160 } from './notify.ts';
-import { PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m140 as packageOnboardAttempts140 } from './packages.ts';
+import { PACKAGE_INFO_MIGRATION, PACKAGE_ONBOARD_ATTEMPTS_MIGRATION, m140 as packageOnboardAttempts140, m225 as packageInfo225 } from './packages.ts';
 import { MGMT_STATE_MIGRATION, m170 as mgmtState170 } from './mgmt.ts';
 import { SERVER_NOTIFIER_MIGRATION, m180 as serverNotifier180 } from './security.ts';
 import { AUTH_TENANT_MIGRATION, m190 as authTenants190 } from './auth.ts';
@@ -170,6 +170,7 @@ export const MIGRATIONS: readonly (readonly [name: string, migration: Migration]
   [AUTH_TENANT_MIGRATION, authTenants190],
   [TENANCY_MIGRATION, tenancy205],
   [EVENT_LOG_MIGRATION, eventLog210],
+  [PACKAGE_INFO_MIGRATION, packageInfo225],
 ];
 
 // Kysely applies (and checks executed ones) in name order: the list must already be in that order.

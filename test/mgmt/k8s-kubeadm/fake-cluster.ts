@@ -105,6 +105,8 @@ export class FakeCluster {
   crashOn: RegExp | undefined;
   /** Install runs on these hosts fail, echoing the join command (with its token) as kubeadm does. */
   readonly failInstallOn = new Set<string>();
+  /** Install runs on these hosts exit 0 having installed nothing and printed no marker (Tacker's script after its package installation failed). */
+  readonly silentInstallOn = new Set<string>();
 
   constructor(
     readonly clusterIp: string,
@@ -365,6 +367,10 @@ export class FakeCluster {
     const out: string[] = ['Installing Kubernetes...', '[preflight] Running pre-flight checks'];
     if (this.failInstallOn.has(vm.ip)) {
       return fail(1, `[kubeadm] running: kubeadm join ${this.clusterIp}:6443 --token ${token} --discovery-token-ca-cert-hash sha256:${hash}\nerror execution phase preflight: couldn't validate the identity of the API Server`);
+    }
+    if (this.silentInstallOn.has(vm.ip)) {
+      out.push('E: Unable to locate package kubeadm', '[bootstrap-token] Using token: abcdef.0123456789abcdef', 'bash: line 12: kubeadm: command not found', 'sed: can\'t read /etc/kubernetes/admin.conf: No such file or directory');
+      return ok(`${out.join('\n')}\n`);
     }
     if (opt('-w')) {
       const ip = opt('-w') as string;

@@ -171,6 +171,22 @@ describe('k8s-kubeadm secrets in failures and output', () => {
     assertNoSecrets(h);
   });
 
+  it('an install script that exits 0 without its result markers fails at once, naming them and its last lines (redacted)', async () => {
+    const h = harness([m(11)], [w(21)]);
+    h.cluster.silentInstallOn.add('10.0.0.11');
+    await assert.rejects(h.instantiate(), (e: Error & { code?: string; retryable?: boolean }) => {
+      assert.equal(e.code, 'VNFM_ERR_MGMT_FAILED');
+      assert.equal(e.retryable, false, 'not retried: the op fails at once');
+      assert.match(e.message, /^the install script on master11 \(10\.0\.0\.11\) exited 0 but did not print token:, server:, ssl_ca_cert_hash: /);
+      assert.match(e.message, /E: Unable to locate package kubeadm \| \[bootstrap-token\] Using token: \*\*\*\* \| bash: line 12: kubeadm: command not found/);
+      assert.doesNotMatch(e.message, /abcdef\.0123456789abcdef/);
+      assert.doesNotMatch(e.message, /admin\.conf failed/);
+      return true;
+    });
+    assert.equal(h.cluster.installs.length, 1, 'the script ran once; nothing ran after it');
+    assert.deepEqual(h.world.steps.at(-1), 'instantiate_end:install-master:master11', 'no step after the install');
+  });
+
   it('recognises secret-looking install output', () => {
     assert.ok(isSensitiveOutput('[bootstrap-token] Using token: abcdef.0123456789abcdef'));
     assert.ok(isSensitiveOutput('0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef'));

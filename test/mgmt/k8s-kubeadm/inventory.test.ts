@@ -1,6 +1,7 @@
 /**
  * Node inventory from the instance: VDUs by vdu_id or by the VDU bound to nic_cp_name, NIC / SSH
- * addresses (floating preferred for SSH), Tacker node names, exact matching, name collisions
+ * addresses (SSH to the fixed address of `ssh_cp_name` as Tacker; a floating IP only when it names the
+ * floating IP resource or with `ssh_address: floating`), Tacker node names, exact matching, name collisions
  * refused with 422, the cluster address (VIP external CP, own CP for a single master, explicit).
  */
 import assert from 'node:assert/strict';
@@ -41,7 +42,7 @@ describe('k8s-kubeadm node inventory', () => {
     assert.deepEqual(
       inv.masters.map((n) => [n.name, n.nicIp, n.sshIp, n.resourceId, n.vnfcInfoId]),
       [
-        ['master11', '10.0.0.11', '172.24.4.11', 'srv-m1', 'vi-m1'],
+        ['master11', '10.0.0.11', '10.0.0.11', 'srv-m1', 'vi-m1'],
         ['master12', '10.0.0.12', '10.0.0.12', 'srv-m2', 'vi-m2'],
       ],
     );
@@ -53,7 +54,36 @@ describe('k8s-kubeadm node inventory', () => {
     assert.equal(findNode(inv, { vnfcResourceInfoId: 'm2' })?.name, 'master12');
     assert.equal(findNode(inv, { vnfcInfoId: 'vi-m' }), undefined, 'ids match exactly');
     assert.equal(clusterAddress(inst, inv, params(true)), '10.0.0.100', 'HA: the VIP external CP');
-    assert.equal(floatingApiHost(inst, inv, params(true)), '172.24.4.11', 'SSH through a floating IP: the first master SSH address');
+    assert.equal(floatingApiHost(inst, inv, params(true)), undefined, 'ssh_cp_name names the port: SSH to its fixed address, though it has a floating IP');
+  });
+
+  it('SSH goes through a floating IP only when ssh_cp_name names the floating IP resource or with ssh_address: floating', () => {
+    const inst = instanceOf(
+      [
+        { id: 'm1', ip: '10.0.0.11', resourceId: 'srv-m1', floating: '172.24.4.11' },
+        { id: 'm2', ip: '10.0.0.12', resourceId: 'srv-m2', floating: '172.24.4.12' },
+      ],
+      [{ id: 'w1', ip: '10.0.0.21', resourceId: 'srv-w1', floating: '172.24.4.21' }],
+      '10.0.0.100',
+    );
+    const withMaster = (over: Record<string, unknown>) => {
+      const raw = instantiateParams({ ha: true });
+      const k = raw.k8s_cluster_installation_param as { master_node: Record<string, unknown> };
+      Object.assign(k.master_node, over);
+      return parseKubeadmParams(installationParamOf(raw), { instanceId: 'inst-1', packageFiles: [SCRIPT] });
+    };
+    const ssh = (p: ReturnType<typeof params>) => buildInventory(inst, flavour(), p).masters.map((n) => [n.nicIp, n.sshIp]);
+    assert.deepEqual(ssh(params(true)), [['10.0.0.11', '10.0.0.11'], ['10.0.0.12', '10.0.0.12']], 'default: the fixed address of the named CP');
+    assert.deepEqual(buildInventory(inst, flavour(), params(true)).workers.map((n) => n.sshIp), ['10.0.0.21']);
+    const fipResource = withMaster({ ssh_cp_name: 'masterNode_FloatingIP', nic_cp_name: 'masterNode_CP1' });
+    assert.deepEqual(ssh(fipResource), [['10.0.0.11', '172.24.4.11'], ['10.0.0.12', '172.24.4.12']], 'the floating IP resource named');
+    assert.equal(floatingApiHost(inst, buildInventory(inst, flavour(), fipResource), fipResource), '172.24.4.11');
+    const explicit = withMaster({ ssh_address: 'floating' });
+    assert.deepEqual(ssh(explicit), [['10.0.0.11', '172.24.4.11'], ['10.0.0.12', '172.24.4.12']], 'ssh_address: floating');
+    // no floating IP on the CP: refused, no silent fallback
+    const noFip = instanceOf([{ id: 'm1', ip: '10.0.0.11', resourceId: 'srv-m1' }], [{ id: 'w1', ip: '10.0.0.21', resourceId: 'srv-w1' }], '10.0.0.100');
+    assert.throws(() => buildInventory(noFip, flavour(), explicit), /ssh_cp_name 'masterNode_CP1' \(ssh_address: floating: the CP has no floating IP\)/);
+    assert.throws(() => withMaster({ ssh_address: 'nat' }), (e: Error & { code?: string }) => e.code === 'VNFM_ERR_API_BAD_REQUEST' && /master_node\.ssh_address must be 'fixed' or 'floating'/.test(e.message));
   });
 
   it('single master: the cluster address is the master CP; an explicit cluster_ip wins', () => {

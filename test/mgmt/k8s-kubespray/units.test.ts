@@ -7,7 +7,9 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { failedTasks, judgePlay, parseRecap, playCommand } from '../../../src/mgmt/drivers/k8s-kubespray/ansible.ts';
-import { renderHostsYaml, renderVars } from '../../../src/mgmt/drivers/k8s-kubespray/hooks.ts';
+import { kubesprayConfig } from '../../../src/mgmt/drivers/k8s-kubespray/config.ts';
+import { lbAddress, renderHostsYaml, renderVars, sprayLbOptions } from '../../../src/mgmt/drivers/k8s-kubespray/hooks.ts';
+import { apiServerFrontend, composeLbConfig, defaultBase, lbOwner, reconcileOwner, renderOwnerSection } from '../../../src/mgmt/lb/index.ts';
 import { effectiveSprayParam, installationParamOf, parseKubesprayParams, refusedOverrides } from '../../../src/mgmt/drivers/k8s-kubespray/params.ts';
 import type { Inventory } from '../../../src/mgmt/drivers/k8s-common/inventory.ts';
 
@@ -146,5 +148,62 @@ describe('inventory and play command', () => {
     assert.match(cmd, /'-e' 'delete_nodes_confirmation=yes'/);
     assert.match(cmd, /'--limit=worker11'/);
     assert.ok(!cmd.includes(PW));
+  });
+});
+
+describe('the load balancer', () => {
+  /** An LB whose haproxy.cfg (no apply record) is `cfg`: every other command fails. */
+  const fakeLb = (host: string, cfg: string) =>
+    ({
+      host,
+      hostKeyFingerprint: 'SHA256:x',
+      closed: false,
+      exec: async (cmd: string) => {
+        if (cmd.includes('haproxy.cfg.healvnfm.json')) return { code: 3, stdout: '', stderr: '__healvnfm_absent__' };
+        if (cmd.includes('/etc/haproxy/haproxy.cfg')) return { code: 0, stdout: cfg, stderr: '' };
+        return { code: 1, stdout: '', stderr: `unexpected: ${cmd}` };
+      },
+      run: async () => {
+        throw new Error('nothing may be changed');
+      },
+      upload: async () => {
+        throw new Error('nothing may be uploaded');
+      },
+      download: async () => Buffer.from(''),
+      close: () => undefined,
+    }) as never;
+
+  it('a port another owner publishes is refused with a message naming the LB once (by its address)', async () => {
+    const other = lbOwner('cnf', 'c0ffee00-0000-4000-8000-000000000001');
+    const section = renderOwnerSection({ owner: other, frontends: [apiServerFrontend({ masters: [{ name: 'master9', address: '10.0.0.9' }], bind: 8383, port: 6443, name: 'other-api' })] });
+    const cfg = composeLbConfig(defaultBase({ runtimeSocket: '/etc/haproxy/admin.sock' }), new Map([[other, section]]));
+    const owner = lbOwner('cluster', 'i1');
+    const frontends = [apiServerFrontend({ masters: [{ name: 'master10', address: '10.0.0.10' }], bind: 8383, port: 6443 })];
+    await assert.rejects(reconcileOwner(fakeLb('10.0.0.250', cfg), { owner, frontends }, sprayLbOptions(kubesprayConfig(undefined))), (e: Error) => {
+      assert.match(e.message, /^the load balancer 10\.0\.0\.250 cannot publish cluster-i1: /);
+      assert.doesNotMatch(e.message, /load balancer load balancer/);
+      return true;
+    });
+  });
+});
+
+describe("the LB's SSH address", () => {
+  const inst = {
+    id: 'i1',
+    instantiatedVnfInfo: {
+      vnfcResourceInfo: [
+        { id: 'lb-1', vduId: 'externalLB', computeResource: { resourceId: 'srv-lb' }, metadata: { cpAddresses: { externalLB_CP3: { fixed: ['10.0.0.30'], floating: ['172.24.4.30'] } } } },
+        { id: 'm-1', vduId: 'masterNode', computeResource: { resourceId: 'srv-m' }, metadata: { cpAddresses: { masterNode_CP1: { fixed: ['10.0.0.10'], floating: [] } } } },
+      ],
+    },
+  } as never;
+  const withLb = (lb: Record<string, unknown>) => parseKubesprayParams(params({ external_lb_param: { ssh_username: 'ubuntu', ssh_password: PW, ...lb } }), { instanceId: 'i1' });
+
+  it("ssh_cp_name naming the LB's port: its fixed address though it has a floating IP (as Tacker); ssh_address: floating for the floating one", () => {
+    assert.equal(lbAddress(inst, withLb({ ssh_cp_name: 'externalLB_CP3' })), '10.0.0.30');
+    assert.equal(lbAddress(inst, withLb({ ssh_cp_name: 'externalLB_CP3', ssh_address: 'floating' })), '172.24.4.30');
+    assert.throws(() => lbAddress(inst, withLb({ ssh_cp_name: 'masterNode_CP1', ssh_address: 'floating' })), /'masterNode_CP1' has no floating IP/);
+    assert.equal(lbAddress(inst, withLb({ ssh_ip: '10.9.9.9', ssh_cp_name: 'externalLB_CP3' })), '10.9.9.9', 'ssh_ip wins');
+    badRequest(() => withLb({ ssh_cp_name: 'externalLB_CP3', ssh_address: 'public' }), /external_lb_param\.ssh_address must be 'fixed' or 'floating'/);
   });
 });

@@ -10,7 +10,7 @@ import { type ClusterNode, nameCollisions, nodeName, type NodeRole } from './nod
 import { vnfmError } from '../../../errors.ts';
 import type { VnfcResourceInfo, VnfInstanceRecord } from '../../../model/vnf-instance.ts';
 import type { FlavourModel } from '../../../packages/vnfd-model.ts';
-import { addressByCpName, vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
+import { addressByCpName, type CpAddressKind, vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
 
 export { type ClusterNode, nameCollisions, nodeName, type NodeRole };
 
@@ -20,6 +20,8 @@ export interface NodeParams {
   vduId?: string;
   sshCpName: string;
   nicCpName?: string;
+  /** Which address of the `ssh_cp_name` CP SSH goes to (default `fixed`, as Tacker). */
+  sshAddress?: CpAddressKind;
 }
 
 /** The parameters the inventory reads. */
@@ -67,10 +69,10 @@ function vnfcInfoIdOf(instance: VnfInstanceRecord, r: VnfcResourceInfo): string 
 
 function nodeOf(instance: VnfInstanceRecord, r: VnfcResourceInfo, role: NodeRole, n: NodeParams): ClusterNode {
   const nicCp = n.nicCpName ?? n.sshCpName;
-  const nicIp = addressByCpName(r, nicCp, false);
-  const sshIp = addressByCpName(r, n.sshCpName, true);
+  const nicIp = addressByCpName(r, nicCp, 'fixed');
+  const sshIp = addressByCpName(r, n.sshCpName, n.sshAddress ?? 'fixed');
   if (!nicIp || !sshIp) {
-    const which = !nicIp ? `nic_cp_name '${nicCp}'` : `ssh_cp_name '${n.sshCpName}'`;
+    const which = !nicIp ? `nic_cp_name '${nicCp}'` : `ssh_cp_name '${n.sshCpName}'${n.sshAddress === 'floating' ? ' (ssh_address: floating: the CP has no floating IP)' : ''}`;
     throw vnfmError('VNFM_ERR_MGMT_FAILED', `VNFC ${r.id} (${r.vduId}) has no address for ${which}`);
   }
   const id = vnfcInfoIdOf(instance, r);
@@ -156,6 +158,9 @@ export function clusterAddress(instance: VnfInstanceRecord, inv: Inventory, p: P
 export function floatingApiHost(instance: VnfInstanceRecord, inv: Inventory, p: Pick<RoleParams, 'masterNode'>): string | undefined {
   const first = inv.masters[0];
   if (!first || first.sshIp === first.nicIp) return undefined;
+  const vnfc = (instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []).find((r) => r.id === first.vnfcResourceInfoId);
+  // SSH to another fixed address (another CP of the master) is not SSH through a floating IP
+  if (vnfc && !vnfcAddresses(vnfc).some((c) => c.floating.includes(first.sshIp))) return undefined;
   const fip = p.masterNode.clusterFipName;
   if (fip) {
     const ext = addressesOfExtCp(instance, fip)[0];

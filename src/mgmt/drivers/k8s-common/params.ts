@@ -74,3 +74,12 @@ export function packagePath(p: string): string {
   return p.replace(/\\/g, '/').replace(/^(\.\/)+/, '').replace(/^\/+/, '');
 }
 
+
+/** `ssh_address`: which address of the `ssh_cp_name` CP to connect to (`fixed` by default, as Tacker). */
+export function sshAddressOf(raw: Obj, where: string, problems: string[]): { sshAddress?: 'fixed' | 'floating' } {
+  const v = raw.ssh_address;
+  if (v === undefined) return {};
+  if (v === 'fixed' || v === 'floating') return { sshAddress: v };
+  problems.push(`${where}.ssh_address must be 'fixed' or 'floating'`);
+  return {};
+}

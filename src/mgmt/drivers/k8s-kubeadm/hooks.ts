@@ -45,6 +45,7 @@ import {
   haproxyRemoveServer,
   type Host,
   isSensitiveOutput,
+  requireInstallMarkers,
   runInstall,
   updateHostsBlock,
   uploadCerts,
@@ -307,6 +308,7 @@ async function instantiateEnd(rc: RunContext): Promise<MgmtResult> {
     });
     rc.secret(report.token);
     rc.secret(report.certificateKey);
+    requireInstallMarkers(report, { host: `${main.name} (${main.sshIp})`, ha: inv.masters.length > 1 });
     return { skipped: false, server: report.server ?? null };
   });
 

@@ -8,7 +8,7 @@
  */
 import { isIP } from 'node:net';
 import { vnfmError } from '../../../errors.ts';
-import { isCidr, isObj, type NodeAccess, normalizeKeys, packagePath, snakeCase, str } from '../k8s-common/params.ts';
+import { isCidr, isObj, type NodeAccess, normalizeKeys, packagePath, snakeCase, sshAddressOf, str } from '../k8s-common/params.ts';
 
 export { isCidr, type NodeAccess, normalizeKeys, packagePath, snakeCase };
 
@@ -32,6 +32,8 @@ export interface NodeParams extends NodeAccess {
   sshCpName: string;
   /** The CP giving the node's cluster address; defaults to `ssh_cp_name` (its fixed address). */
   nicCpName?: string;
+  /** healvnfm extension: `floating` connects to the floating IP of the `ssh_cp_name` CP (default: its fixed address, as Tacker). */
+  sshAddress?: 'fixed' | 'floating';
 }
 
 /** `master_node`. */
@@ -99,9 +101,11 @@ function nodeParams(raw: unknown, where: string, problems: string[]): NodeParams
   for (const k of ['aspect_id', 'vdu_id', 'nic_cp_name'] as const) {
     if (raw[k] !== undefined && !str(raw[k])) problems.push(`${where}.${k} must be a non-empty string`);
   }
+  const sshAddress = sshAddressOf(raw, where, problems);
   if (!sshCpName || !username || (!password && !privateKey)) return undefined;
   return {
     sshCpName,
+    ...sshAddress,
     username,
     ...(password ? { password } : {}),
     ...(privateKey ? { privateKey } : {}),

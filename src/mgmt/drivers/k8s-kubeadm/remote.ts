@@ -6,7 +6,7 @@
  * install script through a 0600 file that the command sources and removes first.
  */
 import { createHash, X509Certificate } from 'node:crypto';
-import { isVnfmError, vnfmError } from '../../../errors.ts';
+import { isVnfmError, terminalError, vnfmError } from '../../../errors.ts';
 import type { ExecResult } from '../../ssh/ssh-executor.ts';
 import { etcdCommands, type EtcdEndpointHealth, type EtcdEndpointStatus, type EtcdMember, isMemberNotFound, memberHealth, type MemberHealth, parseEndpointHealth, parseEndpointStatus, parseMemberList } from './etcd.ts';
 import { addServer, adminSocketPath, listServers, parseServersState, removeServer, runtime, type ServerState } from './haproxy.ts';
@@ -285,6 +285,57 @@ export interface InstallReport {
   caHash?: string;
   certificateKey?: string;
   caCert?: string;
+  /** The last lines the script printed (at most {@link OUTPUT_TAIL_LINES}), secrets redacted, for error messages. */
+  outputTail?: string[];
+}
+
+/** How many of the script's last output lines an error message shows. */
+export const OUTPUT_TAIL_LINES = 10;
+const OUTPUT_TAIL_LINE_CHARS = 200;
+
+/**
+ * The last lines of a script's output, fit to be shown: at most `n` non-empty lines, each cut at
+ * 200 characters, with token- and key-shaped strings and the values of `token` / `certificate_key`
+ * / `password` markers replaced by `****`.
+ */
+export function redactedTail(lines: readonly string[], n = OUTPUT_TAIL_LINES): string[] {
+  return lines
+    .map((l) => l.replace(/\r$/, ''))
+    .filter((l) => l.trim() !== '')
+    .slice(-n)
+    .map((l) => {
+      let x = l;
+      for (const sec of secretsIn(x)) x = x.split(sec).join('****');
+      x = x.replace(/\b(token|certificate[ _-]?key|password|HEALVNFM_\w+)(\s*[:=]\s*)\S+/gi, '$1$2****');
+      if (/HEALVNFM-RESULT/.test(x)) x = 'HEALVNFM-RESULT ****';
+      return x.length > OUTPUT_TAIL_LINE_CHARS ? `${x.slice(0, OUTPUT_TAIL_LINE_CHARS)}...` : x;
+    });
+}
+
+/** The markers the main master's install must print (Tacker's script: `token:`, `server:`, `ssl_ca_cert_hash:`; `certificate_key:` for several masters). */
+export function missingInstallMarkers(report: InstallReport, ha: boolean): string[] {
+  const missing: string[] = [];
+  if (!report.token) missing.push('token:');
+  if (!report.server) missing.push('server:');
+  if (!report.caHash) missing.push('ssl_ca_cert_hash:');
+  if (ha && !report.certificateKey) missing.push('certificate_key:');
+  return missing;
+}
+
+/**
+ * Fails at once when the main master's install script exited 0 without its result markers (e.g.
+ * Tacker's script after its package installation failed): the message names the missing markers and the
+ * script's last output lines (bounded, secrets redacted).
+ */
+export function requireInstallMarkers(report: InstallReport, o: { host: string; ha: boolean }): void {
+  const missing = missingInstallMarkers(report, o.ha);
+  if (missing.length === 0) return;
+  const tail = report.outputTail ?? [];
+  throw terminalError(
+    'VNFM_ERR_MGMT_FAILED',
+    `the install script on ${o.host} exited 0 but did not print ${missing.join(', ')} (nor a HEALVNFM-RESULT line with them): the installation did not complete. Its last output lines: ${tail.length > 0 ? tail.join(' | ') : '(none)'}`,
+    { extra: { host: o.host, missingMarkers: missing } },
+  );
 }
 
 /** Reads the final `HEALVNFM-RESULT {json}` line, else the legacy markers of Tacker's script. */
@@ -408,8 +459,9 @@ export async function runInstall(h: Host, run: InstallRun): Promise<InstallRepor
   ];
   const lines: string[] = [];
   const started = Date.now();
+  let result: ExecResult | undefined;
   try {
-    await h.run(parts.join(' && '), {
+    result = await h.run(parts.join(' && '), {
       timeoutMs: run.timeoutMs,
       label: `install script on ${h.name}`,
       maxOutputBytes: 4 * 1024 * 1024,
@@ -428,5 +480,7 @@ export async function runInstall(h: Host, run: InstallRun): Promise<InstallRepor
     // How long the VM itself took (install / join), apart from the VNFM's own work (benchmarks).
     run.onDone?.(Date.now() - started);
   }
-  return parseInstallOutput(lines);
+  // an executor that does not stream gives the whole output at the end
+  const all = lines.length > 0 || !result ? lines : `${result.stdout}\n${result.stderr}`.split('\n');
+  return { ...parseInstallOutput(all), outputTail: redactedTail(all) };
 }

@@ -24,9 +24,9 @@ import { isIP } from 'node:net';
 import { stringify } from 'yaml';
 import { isVnfmError, terminalError, vnfmError } from '../../../errors.ts';
 import type { VnfInstanceRecord } from '../../../model/vnf-instance.ts';
-import { vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
+import { vnfcAddresses, vnfcOfAddress, vnfPortAddresses } from '../../addresses.ts';
 import { INSTANCE_LABEL } from '../../../infra/kubernetes/manifests.ts';
-import { apiServerFrontend, type LbFrontend, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
+import { apiServerFrontend, type LbFrontend, type LbHostOptions, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
 import type { ClusterInstanceState, HostSpec, SshConnect } from '../k8s-common/run-context.ts';
 import { ClusterRunContext } from '../k8s-common/run-context.ts';
@@ -52,6 +52,8 @@ export interface SprayInstanceState extends ClusterInstanceState {
   /** Hash of the cluster's LB section as last applied. */
   lbHash?: string | null;
   lbIp?: string;
+  /** The LB is this VNFC of the instance (Tacker's layout: an `externalLB` VDU in the same stack). */
+  lbVnfc?: { vnfcResourceInfoId: string; vduId: string };
 }
 
 /** `instantiatedVnfInfo.metadata.k8sCluster` of a Kubespray cluster. */
@@ -194,14 +196,20 @@ function secretInventory(inv: Inventory, p: KubesprayParams, runDir: string): { 
 
 // ================================================================== addresses
 
-/** The LB's SSH address: `ssh_ip`, else the VNF resource named `ssh_cp_name` (floating first). */
+/**
+ * The LB's SSH address: `ssh_ip`, else the VNF resource named `ssh_cp_name`: a VNFC's CP (its fixed
+ * address, as Tacker; its floating IP with `ssh_address: floating`), an external CP, a port of the VNF.
+ */
 export function lbAddress(instance: VnfInstanceRecord, p: KubesprayParams): string {
   if (p.externalLb.sshIp) return p.externalLb.sshIp;
   const cp = p.externalLb.sshCpName as string;
+  const floating = p.externalLb.sshAddress === 'floating';
   for (const r of instance.instantiatedVnfInfo?.vnfcResourceInfo ?? []) {
     const c = vnfcAddresses(r).find((x) => x.cpdId === cp);
-    const a = c?.floating[0] ?? c?.fixed[0];
+    if (!c) continue;
+    const a = floating ? c.floating[0] : c.fixed[0];
     if (a) return a;
+    if (floating) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${DRIVER}: external_lb_param.ssh_cp_name '${cp}' has no floating IP (ssh_address: floating)`);
   }
   for (const e of instance.instantiatedVnfInfo?.extCpInfo ?? []) {
     if (e.cpdId !== cp) continue;
@@ -328,8 +336,13 @@ async function clusterFrontends(rc: SprayRun, inv: Inventory, nodes: readonly Lb
   return [...frontends, ...np.frontends.filter((f) => !taken.has(f.bind) && f.bind !== rc.cfg.lbApiPort)];
 }
 
-function lbOptions(rc: SprayRun) {
-  return { configPath: rc.cfg.lbConfigPath, reloadCommand: rc.cfg.lbReloadCommand, startCommand: rc.cfg.lbStartCommand, isActiveCommand: rc.cfg.lbIsActiveCommand, commandTimeoutMs: rc.cfg.commandTimeoutMs, signal: rc.signal, name: 'load balancer' };
+/** The LB reconciler's options for this driver (messages name the LB by its SSH address). */
+export function sprayLbOptions(cfg: KubesprayDriverConfig, signal?: AbortSignal): LbHostOptions {
+  return { configPath: cfg.lbConfigPath, reloadCommand: cfg.lbReloadCommand, startCommand: cfg.lbStartCommand, isActiveCommand: cfg.lbIsActiveCommand, commandTimeoutMs: cfg.commandTimeoutMs, ...(signal ? { signal } : {}) };
+}
+
+function lbOptions(rc: SprayRun): LbHostOptions {
+  return sprayLbOptions(rc.cfg, rc.signal);
 }
 
 /** Converges the cluster's LB section (serialised per LB with other instances' drivers). */
@@ -342,9 +355,13 @@ async function reconcileLb(rc: SprayRun, inv: Inventory, lbIp: string, api: Kube
     const st = await rc.sprayState;
     const r = await reconcileOwner(h.session, { owner: lbOwner('cluster', rc.ctx.instance.id), frontends }, { ...lbOptions(rc), lastAppliedHash: st.lbHash ?? null });
     if (r.drift?.section) rc.warn('the cluster section of the LB configuration was changed outside the VNFM (drift); it was rewritten');
+    const own = vnfcOfAddress(rc.ctx.instance, lbIp);
     await rc.updateState((s) => {
-      (s as SprayInstanceState).lbHash = r.hash;
-      (s as SprayInstanceState).lbIp = lbIp;
+      const ss = s as SprayInstanceState;
+      ss.lbHash = r.hash;
+      ss.lbIp = lbIp;
+      if (own) ss.lbVnfc = { vnfcResourceInfoId: own.id, vduId: own.vduId };
+      else delete ss.lbVnfc;
     });
     let cnfSections = 0;
     if (nodes && removedNames) {
@@ -609,8 +626,13 @@ async function teardown(rc: SprayRun, why: 'terminate' | 'heal'): Promise<MgmtRe
   const name = prev?.vimName ?? rc.params.vimName;
   const removed = await rc.step('delete-vim', undefined, async () => ({ vimIds: await deleteClusterVims(ctx, name, prev?.vimId) }));
   const st = await rc.sprayState;
-  const lbIp = st.lbIp ?? prev?.lbIp ?? safeLbAddress(ctx.instance, rc.params);
-  if (lbIp) {
+  const lbIp = st.lbIp ?? prev?.lbIp ?? safeLbAddress(ctx.previousInstance, rc.params);
+  const ownLb = lbIp ? ownLbVnfc(ctx, st, lbIp) : undefined;
+  if (lbIp && ownLb) {
+    // Tacker's layout: the LB is a VM of this VNF; it goes with the stack (terminate) or is re-created
+    // (whole heal), so its configuration needs no clean-up (and, at terminate_end, it is already gone).
+    rc.info(`the load balancer ${lbIp} is VNFC ${ownLb.vnfcResourceInfoId} (VDU ${ownLb.vduId}) of this VNF: it goes with the VNF, its configuration is not cleaned up`, { step: 'lb-remove', lb: lbIp });
+  } else if (lbIp) {
     await rc.step('lb-remove', undefined, async () => {
       const release = await ctx.lock(`lb:${lbIp}`);
       try {
@@ -641,6 +663,13 @@ async function teardown(rc: SprayRun, why: 'terminate' | 'heal'): Promise<MgmtRe
   });
   rc.info(`Kubernetes cluster ${name} removed (${why})`);
   return { vimConnectionInfo: { removeVimIds: removed.vimIds }, vnfInfoMetadata: { k8sCluster: null } };
+}
+
+/** The VNFC of this instance that is the LB (recorded when the LB was configured, else found by address), if any. */
+function ownLbVnfc(ctx: MgmtContext, st: SprayInstanceState, lbIp: string): { vnfcResourceInfoId: string; vduId: string } | undefined {
+  if (st.lbVnfc && st.lbIp === lbIp) return st.lbVnfc;
+  const r = vnfcOfAddress(ctx.previousInstance, lbIp) ?? vnfcOfAddress(ctx.instance, lbIp);
+  return r ? { vnfcResourceInfoId: r.id, vduId: r.vduId } : undefined;
 }
 
 function safeLbAddress(instance: VnfInstanceRecord, p: KubesprayParams): string | undefined {

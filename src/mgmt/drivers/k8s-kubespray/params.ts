@@ -9,7 +9,7 @@
 import { isIP } from 'node:net';
 import { posix } from 'node:path';
 import { vnfmError } from '../../../errors.ts';
-import { isCidr, isObj, type NodeAccess, normalizeKeys, packagePath, str } from '../k8s-common/params.ts';
+import { isCidr, isObj, type NodeAccess, normalizeKeys, packagePath, sshAddressOf, str } from '../k8s-common/params.ts';
 
 type Obj = Record<string, unknown>;
 
@@ -23,6 +23,8 @@ export interface SprayNodeParams extends NodeAccess {
   sshCpName: string;
   /** The CP giving the node's cluster address; defaults to `ssh_cp_name` (its fixed address). */
   nicCpName?: string;
+  /** healvnfm extension: `floating` connects to the floating IP of the `ssh_cp_name` CP (default: its fixed address, as Tacker). */
+  sshAddress?: 'fixed' | 'floating';
 }
 
 /** `ansible`. */
@@ -36,6 +38,8 @@ export interface AnsibleParams extends NodeAccess {
 export interface ExternalLbParams extends NodeAccess {
   /** Resource (CP) of the VNF whose address is the LB's SSH address. */
   sshCpName?: string;
+  /** healvnfm extension: `floating` connects to the floating IP of the `ssh_cp_name` CP (default: its fixed address, as Tacker). */
+  sshAddress?: 'fixed' | 'floating';
   /** healvnfm extension: the LB's address when it is not part of the VNF (an operator's LB VM). */
   sshIp?: string;
   /** Tacker's LB install script in the package: accepted (must exist when given), not run. */
@@ -85,10 +89,12 @@ function node(raw: unknown, where: string, problems: string[]): SprayNodeParams 
   if (!sshCpName) problems.push(`${where}.ssh_cp_name is required`);
   for (const k of ['aspect_id', 'vdu_id', 'nic_cp_name'] as const) if (raw[k] !== undefined && !str(raw[k])) problems.push(`${where}.${k} must be a non-empty string`);
   const a = access(raw, where, problems);
+  const sshAddress = sshAddressOf(raw, where, problems);
   if (!sshCpName || !a) return undefined;
   return {
     ...a,
     sshCpName,
+    ...sshAddress,
     ...(str(raw.aspect_id) ? { aspectId: str(raw.aspect_id) as string } : {}),
     ...(str(raw.vdu_id) ? { vduId: str(raw.vdu_id) as string } : {}),
     ...(str(raw.nic_cp_name) ? { nicCpName: str(raw.nic_cp_name) as string } : {}),
@@ -164,8 +170,9 @@ export function parseKubesprayParams(p: Obj, c: SprayParamContext): KubesprayPar
     const scriptPath = str(l.script_path);
     if (scriptPath && c.packageFiles && !c.packageFiles.map(packagePath).includes(packagePath(scriptPath))) problems.push(`${w}.external_lb_param.script_path '${scriptPath}' is not a file of the VNF package`);
     const acc = access(l, `${w}.external_lb_param`, problems, { user: 'ssh_username', password: 'ssh_password' });
+    const sshAddress = sshAddressOf(l, `${w}.external_lb_param`, problems);
     if ((sshCpName || (sshIp && isIP(sshIp) !== 0)) && acc) {
-      externalLb = { ...acc, ...(sshCpName ? { sshCpName } : {}), ...(sshIp ? { sshIp } : {}), ...(scriptPath ? { scriptPath: packagePath(scriptPath) } : {}) };
+      externalLb = { ...acc, ...sshAddress, ...(sshCpName ? { sshCpName } : {}), ...(sshIp ? { sshIp } : {}), ...(scriptPath ? { scriptPath: packagePath(scriptPath) } : {}) };
     }
   }
   if (problems.length > 0 || !master || !worker || !ansible || !externalLb) {
