@@ -310,7 +310,10 @@ export class VimRegistry {
     const hasOwn = entry.interfaceInfo && Object.keys(entry.interfaceInfo).length > 0 && entry.accessInfo && Object.keys(entry.accessInfo).length > 0;
     if (hasOwn) {
       if (!entry.vimType) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs vimType');
-      for (const [k, url] of interfaceEndpoints(entry.interfaceInfo)) await this.checkEndpoint(`vimConnectionInfo interfaceInfo.${k}`, url);
+      // the VIM types the VNFM's own HTTP clients connect to (another type's driver is a plugin's)
+      if (Object.values(VIM_TYPES).includes(normalizeVimType(entry.vimType) as never)) {
+        for (const [k, url] of interfaceEndpoints(entry.interfaceInfo)) await this.checkEndpoint(`vimConnectionInfo interfaceInfo.${k}`, url);
+      }
       return { vimType: normalizeVimType(entry.vimType), interfaceInfo: entry.interfaceInfo ?? {}, accessInfo: entry.accessInfo ?? {}, ...(entry.vimId ? { vimId: entry.vimId } : {}), ...(entry.extra ? { extra: entry.extra } : {}) };
     }
     if (!entry.vimId) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs a vimId of a registered VIM, or interfaceInfo and accessInfo');
