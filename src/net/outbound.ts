@@ -147,8 +147,11 @@ function matcher(entries: readonly string[], where: string): Matcher {
     if (e === '') continue;
     const slash = e.indexOf('/');
     if (slash > 0) {
-      const net = normalizeAddress(e.slice(0, slash));
-      const bits = Number(e.slice(slash + 1));
+      const raw = e.slice(0, slash);
+      const net = normalizeAddress(raw);
+      let bits = Number(e.slice(slash + 1));
+      // an IPv4-mapped IPv6 range (`::ffff:10.0.0.0/104`) is the IPv4 range it maps
+      if (isIP(net) === 4 && raw.includes(':')) bits -= 96;
       const v = isIP(net);
       if (!v || !Number.isInteger(bits) || bits < 0 || bits > (v === 4 ? 32 : 128)) throw new Error(`${where}: '${e}' is not a CIDR`);
       ips.addSubnet(net, bits, family(net));
