@@ -66,6 +66,8 @@ const store = await openStore({ dataDir: 'memory://' });
 const config = resolveConfig({
   flags: {
     sim: false,
+    // the simulated VIMs this benchmark registers listen on loopback
+    outbound: { vimAllow: ['127.0.0.0/8'] },
     logLevel: 'warn',
     dataDir: 'memory://',
     port: 0,

@@ -89,7 +89,7 @@ const log = (msg: string) => process.stderr.write(`[autoheal-intake] ${msg}\n`);
 
 const store = await openStore({ dataDir: 'memory://' });
 const config = resolveConfig({
-  flags: { sim: false, logLevel: 'warn', dataDir: 'memory://', port: 0, runner: { pollMs: 200, leaseMs: 30_000, concurrency: 16, workerId: 'bench' }, faultNotification: { windowMs: WINDOW_MS } },
+  flags: { sim: false, outbound: { vimAllow: ['127.0.0.0/8'] }, logLevel: 'warn', dataDir: 'memory://', port: 0, runner: { pollMs: 200, leaseMs: 30_000, concurrency: 16, workerId: 'bench' }, faultNotification: { windowMs: WINDOW_MS } },
 });
 config.autoheal = { ...config.autoheal, sweepMs: 200, concurrency: 16 };
 // an auto-heal module option (see src/autoheal/storm-guard.ts)

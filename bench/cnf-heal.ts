@@ -61,7 +61,7 @@ const sink = new Writable({
 const load0 = loadavg();
 const sim = await startKubernetesSim({ kubeletDelayMs: KUBELET_MS });
 const store = await openStore({ dataDir: 'memory://' });
-const config = resolveConfig({ flags: { sim: false, logLevel: 'info', dataDir: 'memory://', port: 0, runner: { pollMs: 500, leaseMs: 30000, concurrency: 8, workerId: 'bench' } } });
+const config = resolveConfig({ flags: { sim: false, outbound: { vimAllow: ['127.0.0.0/8'] }, logLevel: 'info', dataDir: 'memory://', port: 0, runner: { pollMs: 500, leaseMs: 30000, concurrency: 8, workerId: 'bench' } } });
 const vnfm = await startVnfm(config, { store, logger: createLogger('info', sink) });
 const base = vnfm.url;
 

@@ -28,7 +28,7 @@ function pct(xs: number[], p: number): number {
 }
 
 const store = await openStore({ dataDir: 'memory://' });
-const config = resolveConfig({ flags: { sim: false, sync: { intervalMs: 0 }, logLevel: 'warn', dataDir: 'memory://', runner: { pollMs: 500, leaseMs: 30000, concurrency: 16, workerId: 'bench' } } });
+const config = resolveConfig({ flags: { sim: false, outbound: { vimAllow: ['127.0.0.0/8'] }, sync: { intervalMs: 0 }, logLevel: 'warn', dataDir: 'memory://', runner: { pollMs: 500, leaseMs: 30000, concurrency: 16, workerId: 'bench' } } });
 const vnfm = await startVnfm(config, { store, noListen: true, logger: createLogger('warn'), plugins: [(ctx) => ctx.engine?.drivers.register(new NoopDriver())] });
 const app = vnfm.app;
 const H = { version: '2.0.0' };

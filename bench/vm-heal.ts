@@ -217,7 +217,7 @@ function report(samples: readonly HealSample[]): Record<string, unknown> {
 
 async function newVnfm(): Promise<{ vnfm: Vnfm; close(): Promise<void> }> {
   const store = await openStore({ dataDir: 'memory://' });
-  const config = resolveConfig({ flags: { sim: false, logLevel: 'info', dataDir: 'memory://', runner: { pollMs: 500, leaseMs: 30_000, concurrency: 8, workerId: 'bench' } } });
+  const config = resolveConfig({ flags: { sim: false, outbound: { vimAllow: ['127.0.0.0/8'] }, logLevel: 'info', dataDir: 'memory://', runner: { pollMs: 500, leaseMs: 30_000, concurrency: 8, workerId: 'bench' } } });
   const vnfm = await startVnfm(config, { store, noListen: true, logger: createLogger('info', sink) });
   return {
     vnfm,

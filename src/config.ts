@@ -147,6 +147,12 @@ export interface VnfmConfig {
     allow: string[];
     /** CIDRs, addresses or host names refused in addition to loopback, link-local and metadata addresses. @default [] */
     deny: string[];
+    /**
+     * CIDRs, addresses or host names VIM endpoints (Keystone and its catalog's URLs, Kubernetes API
+     * servers) may use inside a denied range (e.g. `127.0.0.1` for a Keystone on the VNFM's host);
+     * `outbound.allow` does not apply to VIMs. Never opens the VNFM's own API address. @default []
+     */
+    vimAllow: string[];
   };
   /** Page size of list endpoints (0 = no paging). @default 100 */
   pageSize: number;
@@ -446,7 +452,7 @@ export function defaultConfig(): VnfmConfig {
     logLevel: 'info',
     secretKey: undefined,
     secretKeyFile: undefined,
-    outbound: { allow: [], deny: [] },
+    outbound: { allow: [], deny: [], vimAllow: [] },
     pageSize: 100,
     maxBodyBytes: 1_000_000,
     maxPackageBytes: 512 * 1024 * 1024,
@@ -520,6 +526,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_SECRET_KEY_FILE: ['secretKeyFile', 'string'],
   VNFM_OUTBOUND_ALLOW: ['outbound.allow', 'list'],
   VNFM_OUTBOUND_DENY: ['outbound.deny', 'list'],
+  VNFM_OUTBOUND_VIM_ALLOW: ['outbound.vimAllow', 'list'],
   VNFM_MGMT_SCRIPT_USER: ['mgmt.scriptUser', 'string'],
   VNFM_PAGE_SIZE: ['pageSize', 'number'],
   VNFM_EMBEDDED_DATABASE_SHARED_BUFFERS: ['embeddedDatabase.sharedBuffers', 'string'],
@@ -797,10 +804,10 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   }
   if (cfg.mgmt.scriptUser === 'self' || cfg.mgmt.scriptUser === '') cfg.mgmt.scriptUser = null;
   if (cfg.mgmt.scriptUser !== null && (typeof cfg.mgmt.scriptUser !== 'string' || !/^[a-z_][a-z0-9_-]{0,31}$/.test(cfg.mgmt.scriptUser))) throw new ConfigError('mgmt.scriptUser: must be a local user name, or null/self');
-  for (const k of ['allow', 'deny'] as const) {
+  for (const k of ['allow', 'deny', 'vimAllow'] as const) {
     if (!Array.isArray(cfg.outbound[k]) || cfg.outbound[k].some((e) => typeof e !== 'string')) throw new ConfigError(`outbound.${k}: must be a list of CIDRs, addresses or host names`);
   }
-  for (const k of ['allow', 'deny'] as const) {
+  for (const k of ['allow', 'deny', 'vimAllow'] as const) {
     for (const e of cfg.outbound[k]) {
       const [net, bits, extra] = e.trim().split('/');
       const v = isIP((net ?? '').replace(/^\[|\]$/g, ''));

@@ -279,7 +279,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
         sync: { intervalMs: 0 },
         vim: { stackTimeoutMs: 300_000, kubernetesWaitMs: 300_000 },
         // the harness's subscriber and simulated Server Notifier listen on loopback
-        outbound: { allow: ['127.0.0.0/8'] },
+        outbound: { allow: ['127.0.0.0/8'], vimAllow: ['127.0.0.0/8'] },
       }),
     );
     const replicas: Replica[] = [];

@@ -53,6 +53,7 @@ export function createAutohealPlugin(popts: AutohealPluginOptions = {}): (ctx: A
           notifiers: (ref, vimIds) => ctx.serverNotifiers.resolve(ref, vimIds),
           ...(popts.serverNotifier ?? {}),
           fetch: ctx.outbound.fetch(popts.serverNotifier?.fetch),
+          vimOutbound: ctx.vimOutbound,
         }),
       );
     }

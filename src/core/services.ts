@@ -33,6 +33,8 @@ export interface Services {
   instances: InstanceService;
   /** Outbound request rules (callbacks, NFVO, Server Notifiers). */
   outbound: OutboundGuard;
+  /** Outbound request rules of VIM endpoints (Keystone and its catalog, Kubernetes API servers; `outbound.vimAllow`). */
+  vimOutbound: OutboundGuard;
   /** Server Notifier endpoints registered by an admin. */
   serverNotifiers: ServerNotifierRegistry;
   /** The LCM engine, set by the engine module at start-up (its routes: src/api/vnflcm/lcm-routes.ts). */

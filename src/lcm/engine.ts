@@ -39,8 +39,9 @@ export type EngineContext = AppContext & { engine?: Engine };
 /** Creates the engine on a context (`ctx.engine`) and returns its start/stop hooks. */
 export function setupEngine(ctx: EngineContext): PluginHooks {
   const drivers = new InfraDriverRegistry();
-  drivers.register(createKubernetesDriver());
-  drivers.register(createOpenStackDriver());
+  // VIM endpoints (and the Keystone catalog's URLs) are checked against the outbound rules of VIMs before every request
+  drivers.register(createKubernetesDriver({ client: { outbound: ctx.vimOutbound } }));
+  drivers.register(createOpenStackDriver({ outbound: ctx.vimOutbound }));
   const mgmt = new MgmtRunner();
   // Built-in drivers first (they claim VNFD hook artifacts by name or property), package scripts
   // for the hooks no built-in driver claims.
@@ -64,7 +65,7 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
       },
     }),
   );
-  mgmt.register(createNodePortLbDriver());
+  mgmt.register(createNodePortLbDriver({ kubeClient: { outbound: ctx.vimOutbound } }));
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config, ctx.outbound.fetch(ctx.config.grants.caFile ? tlsFetch({ ca: readFileSync(ctx.config.grants.caFile, 'utf8') }) : undefined));
   let runner: Runner | undefined;

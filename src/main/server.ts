@@ -28,7 +28,7 @@ import { openSecretBox } from '../store/secret-box.ts';
 import { restrictUmask, secureDataDir } from '../store/data-dir-perms.ts';
 import { VimRegistry } from '../vims/vim-registry.ts';
 import { ServerNotifierRegistry } from '../vims/server-notifiers.ts';
-import { OutboundGuard } from '../net/outbound.ts';
+import { OutboundGuard, vimOutboundGuard } from '../net/outbound.ts';
 
 export type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
 
@@ -63,12 +63,14 @@ export function buildContext(config: VnfmConfig, store: Store, log: Logger): App
   const box = openSecretBox({ configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir });
   const metrics = new VnfmMetrics({ defaultMetrics: true, ...(store.wasmMemoryBytes ? { wasmMemoryBytes: () => store.wasmMemoryBytes?.() ?? 0 } : {}) });
   const notifier = new Notifier(() => config.publicUrl);
-  const vims = new VimRegistry(store.db, box, config.auth.tenancy.vims);
+  const own = () => ({ host: config.host, port: config.port || Number(new URL(config.publicUrl).port) });
+  const vimOutbound = vimOutboundGuard(config.outbound, own);
+  const vims = new VimRegistry(store.db, box, config.auth.tenancy.vims, (u) => vimOutbound.checkAccept(u));
   const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }), config.packages);
   const instances = new InstanceService(store.db, notifier, vims, box, log);
-  const outbound = new OutboundGuard(config.outbound, () => ({ host: config.host, port: config.port || Number(new URL(config.publicUrl).port) }));
+  const outbound = new OutboundGuard(config.outbound, own);
   const serverNotifiers = new ServerNotifierRegistry(store.db, (u) => outbound.check(u));
-  return { config, store, log, box, metrics, notifier, vims, packages, instances, outbound, serverNotifiers, lcmRoutes: [], extraRoutes: [] };
+  return { config, store, log, box, metrics, notifier, vims, packages, instances, outbound, vimOutbound, serverNotifiers, lcmRoutes: [], extraRoutes: [] };
 }
 
 /**
@@ -84,7 +86,7 @@ async function checkNfvoUrls(config: VnfmConfig, log: Logger): Promise<void> {
     const why = await guard.check(url);
     if (!why) continue;
     if (/does not resolve/.test(why)) log.warn({ setting: what, reason: why }, 'NFVO URL does not resolve now; it is checked again at each request');
-    else throw new ConfigError(`${what} is refused by the outbound rules: ${why} (allow it with outbound.allow)`);
+    else throw new ConfigError(`${what} is refused by the outbound rules: ${why}`);
   }
 }
 

@@ -101,6 +101,9 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
       const notifier = await started(startServerNotifierSim({ port: ctx.config.simPorts.serverNotifier, openstackUrl: os.url, keystoneUrl: os.authUrl, ...(notificationAuth ? { notificationAuth } : {}), ...state }));
       const k8s = await started(startKubernetesSim({ port: ctx.config.simPorts.kubernetes, token: 'sim-kubernetes-token', ...state }));
       const c = os.credentials;
+      // The simulated cloud runs on this host: its endpoints are trusted VIM endpoints (the outbound
+      // rules of VIMs deny loopback), whatever `outbound.vimAllow` says.
+      for (const u of [os.url, os.authUrl, k8s.url]) ctx.vimOutbound.trustOrigin(u);
       await upsertVim(ctx, {
         name: SIM_VIM_NAMES.openstack,
         type: 'openstack',

@@ -11,7 +11,15 @@
  * - `outbound.deny` (CIDRs, addresses or host names; `*.example.com` matches sub-domains).
  *
  * `outbound.allow` (same forms) wins over the built-in and configured denials, for labs and tests
- * whose endpoints live on loopback; it does not open the VNFM's own API address.
+ * whose endpoints live on loopback; it does not open the VNFM's own API address. VIM endpoints
+ * (Keystone, the service catalog's URLs, Kubernetes API servers) are judged by a guard of their
+ * own ({@link vimOutboundGuard}): the same denials, opened by `outbound.vimAllow` instead. Every
+ * refusal names the setting that opens it.
+ *
+ * Addresses are judged in one canonical spelling ({@link normalizeAddress}): IPv4-mapped IPv6
+ * (`::ffff:127.0.0.1`, `::ffff:7f00:1`) as IPv4, IPv4 in decimal, octal, hex or short form
+ * (`2130706433`, `0177.0.0.1`, `0x7f.1`, `127.1`) as dotted quad, brackets and IPv6 zone ids
+ * removed.
  *
  * Checked twice: when the URL is accepted (subscription creation, notifier registration, start-up
  * for the NFVO), answered 422 with the reason; and again right before each request
@@ -33,6 +41,14 @@ export interface OutboundRules {
   allow: readonly string[];
   /** CIDRs, addresses or host names refused in addition to the built-in ranges. */
   deny: readonly string[];
+  /** CIDRs, addresses or host names allowed for VIM endpoints (config `outbound.vimAllow`). */
+  vimAllow?: readonly string[];
+}
+
+/** The setting that opens what a guard refuses, named in its reasons. */
+export interface GuardNames {
+  /** @default 'outbound.allow' */
+  allow: string;
 }
 
 /** Address ranges refused unless allowed, with the name given in the reason. */
@@ -51,11 +67,28 @@ const BUILTIN_DENY_NAMES = ['metadata.google.internal', 'metadata'];
 /** Error thrown by {@link OutboundGuard.fetch} for a refused URL (`cause.code` is `VNFM_OUTBOUND_DENIED`). */
 export class OutboundDeniedError extends TypeError {
   readonly reason: string;
+  /** `VNFM_OUTBOUND_DENIED` (also on `cause`), as a socket error carries its code. */
+  readonly code = OUTBOUND_DENIED;
   constructor(reason: string) {
-    super(`outbound request refused: ${reason}`, { cause: { code: 'VNFM_OUTBOUND_DENIED', message: reason } });
+    super(`outbound request refused: ${reason}`, { cause: { code: OUTBOUND_DENIED, message: reason } });
     this.name = 'OutboundDeniedError';
     this.reason = reason;
   }
+}
+
+/** The error code of a request the outbound rules refused. */
+export const OUTBOUND_DENIED = 'VNFM_OUTBOUND_DENIED';
+
+/** The {@link OutboundDeniedError} in `e` or its causes (a client may wrap it), or undefined. */
+export function outboundDenial(e: unknown, depth = 0): OutboundDeniedError | undefined {
+  if (e instanceof OutboundDeniedError) return e;
+  if (e === null || typeof e !== 'object' || depth > 5) return undefined;
+  const x = e as { cause?: unknown; error?: unknown; errors?: unknown };
+  for (const inner of [x.cause, x.error, ...(Array.isArray(x.errors) ? x.errors : [])]) {
+    const hit = outboundDenial(inner, depth + 1);
+    if (hit) return hit;
+  }
+  return undefined;
 }
 
 interface Matcher {
@@ -67,11 +100,42 @@ function family(addr: string): 'ipv4' | 'ipv6' {
   return isIP(addr) === 6 ? 'ipv6' : 'ipv4';
 }
 
-/** An IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) as its IPv4 form; brackets removed. */
+/** The WHATWG host parser's canonical form of `host` (IPv4 variants as dotted quad, IPv6 compressed), or undefined. */
+function canonicalHost(host: string): string | undefined {
+  try {
+    return new URL(`http://${host}/`).hostname;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * An address in the one spelling the rules judge: brackets and an IPv6 zone id (`%eth0`) removed,
+ * IPv6 compressed and lower case, an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`,
+ * `::ffff:7f00:1`, `0:0:0:0:0:ffff:7f00:1`) as its IPv4 form, and IPv4 written in decimal
+ * (`2130706433`), octal (`0177.0.0.1`), hex (`0x7f.0.0.1`) or short form (`127.1`) as a dotted
+ * quad. Anything else (a host name) comes back lower case.
+ */
 export function normalizeAddress(a: string): string {
-  const s = a.replace(/^\[|\]$/g, '').toLowerCase();
-  const m = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(s);
-  return m ? (m[1] as string) : s;
+  let s = String(a).trim().replace(/^\[|\]$/g, '').toLowerCase();
+  if (s.includes(':')) {
+    s = s.replace(/%.*$/, '');
+    if (isIP(s) !== 6) return s;
+    const c = (canonicalHost(`[${s}]`) ?? `[${s}]`).replace(/^\[|\]$/g, '');
+    const m = /^::ffff:([0-9a-f]{1,4}):([0-9a-f]{1,4})$/.exec(c);
+    if (m) {
+      const hi = Number.parseInt(m[1] as string, 16);
+      const lo = Number.parseInt(m[2] as string, 16);
+      return `${hi >> 8}.${hi & 255}.${lo >> 8}.${lo & 255}`;
+    }
+    const d = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/.exec(c);
+    return d ? (d[1] as string) : c;
+  }
+  if (/^[0-9a-fx.]+$/.test(s) && /^(0x[0-9a-f]*|[0-9]+)(\.(0x[0-9a-f]*|[0-9]+)){0,3}\.?$/.test(s)) {
+    const c = canonicalHost(s);
+    if (c !== undefined && isIP(c) === 4) return c;
+  }
+  return s;
 }
 
 /** Parses rule entries; throws naming the bad entry. */
@@ -83,8 +147,11 @@ function matcher(entries: readonly string[], where: string): Matcher {
     if (e === '') continue;
     const slash = e.indexOf('/');
     if (slash > 0) {
-      const net = normalizeAddress(e.slice(0, slash));
-      const bits = Number(e.slice(slash + 1));
+      const raw = e.slice(0, slash);
+      const net = normalizeAddress(raw);
+      let bits = Number(e.slice(slash + 1));
+      // an IPv4-mapped IPv6 range (`::ffff:10.0.0.0/104`) is the IPv4 range it maps
+      if (isIP(net) === 4 && raw.includes(':')) bits -= 96;
       const v = isIP(net);
       if (!v || !Number.isInteger(bits) || bits < 0 || bits > (v === 4 ? 32 : 128)) throw new Error(`${where}: '${e}' is not a CIDR`);
       ips.addSubnet(net, bits, family(net));
@@ -104,11 +171,12 @@ function nameMatches(names: readonly string[], host: string): boolean {
   return names.some((n) => (n.startsWith('*.') ? host.endsWith(n.slice(1)) : host === n));
 }
 
-/** Checks entries of `outbound.allow` / `outbound.deny`; returns the first problem or undefined. */
+/** Checks entries of `outbound.allow` / `outbound.deny` / `outbound.vimAllow`; returns the first problem or undefined. */
 export function validateOutboundRules(r: OutboundRules): string | undefined {
   try {
     matcher(r.allow, 'outbound.allow');
     matcher(r.deny, 'outbound.deny');
+    matcher(r.vimAllow ?? [], 'outbound.vimAllow');
     return undefined;
   } catch (e) {
     return (e as Error).message;
@@ -128,14 +196,19 @@ export class OutboundGuard {
   private readonly builtin = new Map<string, BlockList>();
   private readonly trusted = new Set<string>();
 
+  /** The setting that opens what this guard refuses (named in its reasons). */
+  readonly names: GuardNames;
+
   constructor(
     rules: OutboundRules,
     /** The VNFM's own API address, read at each check (the port is known only once it listens). */
     private readonly own: () => OwnAddress | undefined = () => undefined,
     /** Name resolution (tests). */
     private readonly resolve: (host: string) => Promise<string[]> = async (host) => (await lookup(host, { all: true, verbatim: true })).map((a) => a.address),
+    names: Partial<GuardNames> = {},
   ) {
-    this.allow = matcher(rules.allow, 'outbound.allow');
+    this.names = { allow: names.allow ?? 'outbound.allow' };
+    this.allow = matcher(rules.allow, this.names.allow);
     this.deny = matcher(rules.deny, 'outbound.deny');
     for (const [cidr, what] of BUILTIN_DENY) {
       const l = this.builtin.get(what) ?? new BlockList();
@@ -160,13 +233,14 @@ export class OutboundGuard {
     const own = this.own();
     if (own && own.port === port) {
       const ownHost = normalizeAddress(own.host);
-      const anyIf = ownHost === '0.0.0.0' || ownHost === '::';
+      // every interface, or a host name: any local address at the API port is the VNFM itself
+      const anyIf = ownHost === '0.0.0.0' || ownHost === '::' || !isIP(ownHost);
       const local = anyIf ? localAddresses() : new Set([ownHost]);
-      if (local.has(a) || (anyIf && this.isLoopback(a))) return `${a}:${port} is the VNFM's own API address`;
+      if (local.has(a) || (anyIf && this.isLoopback(a))) return `${a}:${port} is the VNFM's own API address (never allowed)`;
     }
     if (this.allow.ips.check(a, f)) return undefined;
-    if (this.deny.ips.check(a, f)) return `${a} is in a denied range (outbound.deny)`;
-    for (const [what, l] of this.builtin) if (l.check(a, f)) return `${a} is ${what}`;
+    if (this.deny.ips.check(a, f)) return `${a} is in a denied range (outbound.deny; open it with ${this.names.allow})`;
+    for (const [what, l] of this.builtin) if (l.check(a, f)) return `${a} is ${what} (open it with ${this.names.allow})`;
     return undefined;
   }
 
@@ -182,8 +256,38 @@ export class OutboundGuard {
     return (await this.evaluate(url)).why;
   }
 
+  /**
+   * Like {@link check}, for a URL being registered: a host name that does not resolve now is
+   * accepted (it is checked again, resolved, before every request); every other refusal stands.
+   */
+  async checkAccept(url: string): Promise<string | undefined> {
+    const r = await this.evaluate(url);
+    return r.unresolved ? undefined : r.why;
+  }
+
+  /**
+   * A node:net `lookup` for connections to `url`'s host made by a client that resolves names
+   * itself (the Kubernetes client's HTTP agent): each call resolves the name afresh, refuses
+   * (an {@link OutboundDeniedError}, code `VNFM_OUTBOUND_DENIED`) when the rules refuse `url`, and
+   * otherwise answers only the checked addresses, so the connection goes where the check looked.
+   * A literal address is never looked up by node:net: check such a URL with {@link check} first.
+   */
+  lookupFor(url: string): LookupFunction {
+    return (hostname, options, callback) => {
+      const cb = (typeof options === 'function' ? options : callback) as (...args: unknown[]) => void;
+      this.evaluate(url).then(
+        ({ why, addrs }) => {
+          if (why) return cb(new OutboundDeniedError(why));
+          if (!addrs) return cb(Object.assign(new Error(`${hostname} has no checked address`), { code: 'ENOTFOUND' }));
+          pinnedLookup(addrs)(hostname, options, callback);
+        },
+        (e: unknown) => cb(e),
+      );
+    };
+  }
+
   /** The verdict on `url` and, for an accepted host name, the addresses that were checked. */
-  private async evaluate(url: string): Promise<{ why?: string; addrs?: string[] }> {
+  private async evaluate(url: string): Promise<{ why?: string; addrs?: string[]; unresolved?: boolean }> {
     let u: URL;
     try {
       u = new URL(url);
@@ -198,13 +302,13 @@ export class OutboundGuard {
     let addrs: string[];
     if (isIP(host)) return { ...(this.addressRefusal(host, port) ? { why: this.addressRefusal(host, port) } : {}) };
     const ownHostAllowed = nameMatches(this.allow.names, host);
-    if (!ownHostAllowed && (nameMatches(this.deny.names, host) || BUILTIN_DENY_NAMES.includes(host))) return { why: `host ${host} is denied` };
+    if (!ownHostAllowed && (nameMatches(this.deny.names, host) || BUILTIN_DENY_NAMES.includes(host))) return { why: `host ${host} is denied (open it with ${this.names.allow})` };
     try {
       addrs = await this.resolve(host);
     } catch {
-      return { why: `host ${host} does not resolve` };
+      return { why: `host ${host} does not resolve`, unresolved: true };
     }
-    if (addrs.length === 0) return { why: `host ${host} does not resolve` };
+    if (addrs.length === 0) return { why: `host ${host} does not resolve`, unresolved: true };
     for (const a of addrs) {
       const why = this.addressRefusal(a, port);
       // an allowed name still may not point at the VNFM itself
@@ -258,6 +362,14 @@ function localAddresses(): Set<string> {
   const out = new Set<string>();
   for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) out.add(normalizeAddress(i.address));
   return out;
+}
+
+/**
+ * The guard of VIM endpoints: the built-in denials, `outbound.deny` and the VNFM's own API address,
+ * opened by `outbound.vimAllow` (not by `outbound.allow`, which is for callbacks and the NFVO).
+ */
+export function vimOutboundGuard(rules: OutboundRules, own: () => OwnAddress | undefined = () => undefined, resolve?: (host: string) => Promise<string[]>): OutboundGuard {
+  return new OutboundGuard({ allow: rules.vimAllow ?? [], deny: rules.deny }, own, resolve, { allow: 'outbound.vimAllow' });
 }
 
 /** A guard that allows everything except the built-in ranges (for callers given no rules). */

@@ -74,6 +74,27 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
 
+/** Checks a VIM endpoint URL against the outbound rules of VIMs; returns why it is refused. */
+export type VimUrlCheck = (url: string) => Promise<string | undefined>;
+
+/** interfaceInfo keys that name an endpoint the VNFM connects to. */
+const ENDPOINT_KEYS = ['endpoint', 'authUrl', 'auth_url', 'heatEndpoint'];
+
+/** The endpoint URLs of a connection's interfaceInfo: the known keys and any other value that is a URL. */
+export function interfaceEndpoints(ii: Record<string, unknown> | undefined): [key: string, url: string][] {
+  const out: [string, string][] = [];
+  for (const [k, v] of Object.entries(ii ?? {})) {
+    if (typeof v !== 'string') continue;
+    if (ENDPOINT_KEYS.includes(k) || /^[a-z][a-z0-9+.-]*:\/\//i.test(v.trim())) out.push([k, v]);
+  }
+  return out;
+}
+
+/** What about a registered VIM decides where its credentials go and whom they trust. */
+function trustOf(c: VimRecord['config']): string {
+  return JSON.stringify([c.authUrl, c.sslCaCert ?? null, c.certVerify ?? null]);
+}
+
 /** Stores and resolves VIMs. */
 export class VimRegistry {
   constructor(
@@ -81,7 +102,15 @@ export class VimRegistry {
     private readonly box: SecretBox,
     /** 'shared': every VIM is registered without a project (`auth.tenancy.vims`). */
     private readonly tenancy: 'project' | 'shared' = 'project',
+    /** The outbound rules of VIM endpoints (`outbound.vimAllow`), applied to every URL registered or given inline. */
+    private readonly checkUrl: VimUrlCheck = async () => undefined,
   ) {}
+
+  /** 422 naming the rule (and the setting that opens it) when `url` may not be a VIM endpoint. */
+  private async checkEndpoint(what: string, url: string): Promise<void> {
+    const why = await this.checkUrl(url);
+    if (why) throw vnfmError('VNFM_ERR_VIM_INVALID', `${what} is refused by the outbound rules of VIM endpoints: ${why}`);
+  }
 
   private toRecord(r: Database['vim'] extends infer T ? { [K in keyof T]: unknown } : never): VimRecord {
     return {
@@ -154,6 +183,7 @@ export class VimRegistry {
    */
   async register(input: VimInput, project: string | null = null): Promise<VimRecord> {
     const v = this.build(input);
+    await this.checkEndpoint('auth_url', v.config.authUrl);
     const id = randomUUID();
     const owner = this.ownerFor(project);
     await this.db.transaction().execute(async (tx) => {
@@ -173,6 +203,18 @@ export class VimRegistry {
     const prev = await this.get(id);
     if (input.type !== undefined && input.type !== prev.type) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the type of a VIM cannot be changed');
     const v = this.build(input, prev);
+    if (trustOf(v.config) !== trustOf(prev.config)) {
+      // The stored password/token must not follow a VIM to another endpoint (or to one trusted differently).
+      const cred = input.auth_cred ?? {};
+      const given = prev.type === 'openstack' ? typeof cred.password === 'string' && cred.password !== '' : typeof cred.bearer_token === 'string' && cred.bearer_token !== '';
+      if (!given) {
+        throw vnfmError(
+          'VNFM_ERR_VIM_INVALID',
+          `a changed endpoint needs its credentials again: auth_url, ssl_ca_cert or cert_verify changed, so auth_cred.${prev.type === 'openstack' ? 'password' : 'bearer_token'} must be given in the same request`,
+        );
+      }
+    }
+    await this.checkEndpoint('auth_url', v.config.authUrl);
     await this.db.transaction().execute(async (tx) => {
       if (v.name !== prev.name) {
         const dup = await tx.selectFrom('vim').select('id').where('name', '=', v.name).where(sameProject(prev.project)).executeTakeFirst();
@@ -268,6 +310,10 @@ export class VimRegistry {
     const hasOwn = entry.interfaceInfo && Object.keys(entry.interfaceInfo).length > 0 && entry.accessInfo && Object.keys(entry.accessInfo).length > 0;
     if (hasOwn) {
       if (!entry.vimType) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs vimType');
+      // the VIM types the VNFM's own HTTP clients connect to (another type's driver is a plugin's)
+      if (Object.values(VIM_TYPES).includes(normalizeVimType(entry.vimType) as never)) {
+        for (const [k, url] of interfaceEndpoints(entry.interfaceInfo)) await this.checkEndpoint(`vimConnectionInfo interfaceInfo.${k}`, url);
+      }
       return { vimType: normalizeVimType(entry.vimType), interfaceInfo: entry.interfaceInfo ?? {}, accessInfo: entry.accessInfo ?? {}, ...(entry.vimId ? { vimId: entry.vimId } : {}), ...(entry.extra ? { extra: entry.extra } : {}) };
     }
     if (!entry.vimId) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs a vimId of a registered VIM, or interfaceInfo and accessInfo');

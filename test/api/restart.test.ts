@@ -27,7 +27,7 @@ async function start(): Promise<Vnfm> {
       cb();
     },
   });
-  const config = resolveConfig({ flags: { dataDir, sim: false, port: 0, logLevel: 'info' } });
+  const config = resolveConfig({ flags: { dataDir, sim: false, port: 0, logLevel: 'info', outbound: { vimAllow: ['127.0.0.1'] } } });
   running = await startVnfm(config, { logger: createLogger('info', sink) });
   return running;
 }

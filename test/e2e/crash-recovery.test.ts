@@ -62,7 +62,7 @@ async function startVnfmProcess(): Promise<void> {
     stdio: ['ignore', 'ignore', 'inherit'],
     // A short packing window: an automatic heal starts soon after its fault notification.
     // Loopback endpoints (the simulators) allowed; hook scripts as this user (they write markers into the test's folder).
-    env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_FAULT_WINDOW_MS: '100', VNFM_OUTBOUND_ALLOW: '127.0.0.0/8', VNFM_MGMT_SCRIPT_USER: 'self' },
+    env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_FAULT_WINDOW_MS: '100', VNFM_OUTBOUND_ALLOW: '127.0.0.0/8', VNFM_OUTBOUND_VIM_ALLOW: '127.0.0.0/8', VNFM_MGMT_SCRIPT_USER: 'self' },
   });
   child = proc;
   let exited = false;

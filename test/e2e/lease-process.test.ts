@@ -63,7 +63,7 @@ await describeStores('VNFM processes: shutdown grace and lease loss', (env: Stor
     // Port 0: the kernel picks a free port at listen time; the process logs its URL ('VNFM started').
     const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', ...where, '--port', '0', '--log-level', 'info'], {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_WORKER_ID: workerId, VNFM_SECRET_KEY: SECRET, ...extraEnv },
+      env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_WORKER_ID: workerId, VNFM_SECRET_KEY: SECRET, VNFM_OUTBOUND_VIM_ALLOW: '127.0.0.0/8', ...extraEnv },
     });
     const lines: string[] = [];
     let buf = '';

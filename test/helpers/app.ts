@@ -9,8 +9,8 @@ import { type BuiltinName, type Vnfm, type VnfmPlugin, startVnfm } from '../../s
 import type { Store } from '../../src/store/db.ts';
 import { testStore } from './db.ts';
 
-/** Outbound rules of test VNFMs: loopback allowed (test endpoints live there). */
-export const TEST_OUTBOUND = { allow: ['127.0.0.0/8', '::1'], deny: [] as string[] };
+/** Outbound rules of test VNFMs: loopback allowed (test endpoints and test VIMs live there). */
+export const TEST_OUTBOUND = { allow: ['127.0.0.0/8', '::1'], deny: [] as string[], vimAllow: ['127.0.0.0/8', '::1'] };
 
 /** A test VNFM plus the log lines it wrote. */
 export interface TestVnfm extends Vnfm {
@@ -32,7 +32,9 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
   const port = opts.listen ? 0 : 9890;
   // Test endpoints (callbacks, NFVO and Server Notifier stand-ins) listen on loopback, which the
   // outbound rules deny by default.
-  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, outbound: TEST_OUTBOUND, ...(opts.config ?? {}) } as ConfigInput });
+  // A test's own outbound rules replace these key by key (its VIMs stay allowed on loopback unless it says otherwise).
+  const outbound = { ...TEST_OUTBOUND, ...((opts.config as { outbound?: object } | undefined)?.outbound ?? {}) };
+  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, ...(opts.config ?? {}), outbound } as ConfigInput });
   const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}), ...(opts.without ? { without: opts.without } : {}) });
   return {
     ...vnfm,

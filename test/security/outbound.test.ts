@@ -91,7 +91,7 @@ describe('outbound rules', () => {
 describe('security settings', () => {
   it('outbound rules, the key file and the script user are read and checked', () => {
     const c = resolveConfig({ env: { VNFM_OUTBOUND_ALLOW: '127.0.0.0/8, lab.example', VNFM_OUTBOUND_DENY: '10.0.0.0/8,*.corp.example,fd00::/8', VNFM_SECRET_KEY_FILE: '/etc/vnfm/secret.key', VNFM_MGMT_SCRIPT_USER: 'self' } });
-    assert.deepEqual(c.outbound, { allow: ['127.0.0.0/8', 'lab.example'], deny: ['10.0.0.0/8', '*.corp.example', 'fd00::/8'] });
+    assert.deepEqual(c.outbound, { allow: ['127.0.0.0/8', 'lab.example'], deny: ['10.0.0.0/8', '*.corp.example', 'fd00::/8'], vimAllow: [] });
     assert.equal(c.secretKeyFile, '/etc/vnfm/secret.key');
     assert.equal(c.mgmt.scriptUser, null);
     assert.equal(resolveConfig({}).mgmt.scriptUser, 'nobody');

@@ -20,7 +20,9 @@ import { AsyncLocalStorage } from 'node:async_hooks';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type * as K8s from '@kubernetes/client-node';
 import type { CoreV1Api, KubeConfig, KubernetesObject, KubernetesObjectApi, ResponseContext, Watch } from '@kubernetes/client-node';
+import { isIP } from 'node:net';
 import { parseRetryAfter, vnfmError } from '../../errors.ts';
+import { OUTBOUND_DENIED, type OutboundGuard, outboundDenial } from '../../net/outbound.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import { KUBE_RETRY_STATUSES, KubeApiError } from './kube-error.ts';
 
@@ -70,6 +72,12 @@ export interface KubeClientOptions {
   random?: () => number;
   /** Told before each retry sleep (for logs). */
   onRetry?: (event: { op: string; attempt: number; delayMs: number; reason: string }) => void;
+  /**
+   * The outbound rules of VIM endpoints: the API server's URL is checked before every call and
+   * watch, and each connection resolves its host name through the rules and connects to the
+   * checked addresses (pinned). @default none
+   */
+  outbound?: OutboundGuard;
 }
 
 /** Options of {@link KubeClient.delete}. */
@@ -169,22 +177,40 @@ function errorCode(err: unknown, depth = 0): string | undefined {
   return errorCode(e.cause, depth + 1);
 }
 
+/** Longest message taken from an API server's answer. */
+const MAX_KUBE_MESSAGE = 200;
+
+/** One line, control characters removed, at most {@link MAX_KUBE_MESSAGE} characters. */
+function boundMessage(v: string): string | undefined {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const one = v.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
+  if (one === '') return undefined;
+  return one.length > MAX_KUBE_MESSAGE ? `${one.slice(0, MAX_KUBE_MESSAGE)}...` : one;
+}
+
+/**
+ * Kubernetes' reason and message, only from a JSON `Status` object (`{"kind": "Status", "reason",
+ * "message", ...}`), the message bounded to one short line. Anything else (HTML from a proxy,
+ * plain text, JSON of another shape: whatever a server that is not Kubernetes answers) gives
+ * nothing, so no foreign body is ever echoed.
+ */
 function statusOf(body: unknown): { reason?: string; message?: string } {
   if (typeof body === 'string' && body.trimStart().startsWith('{')) {
     try {
       return statusOf(JSON.parse(body));
     } catch {
-      // not JSON after all: the text below
+      return {};
     }
   }
-  if (body !== null && typeof body === 'object') {
-    const b = body as { reason?: unknown; message?: unknown };
+  if (body !== null && typeof body === 'object' && !Array.isArray(body)) {
+    const b = body as { kind?: unknown; reason?: unknown; message?: unknown };
+    if (b.kind !== 'Status') return {};
+    const message = typeof b.message === 'string' ? boundMessage(b.message) : undefined;
     return {
-      ...(typeof b.reason === 'string' ? { reason: b.reason } : {}),
-      ...(typeof b.message === 'string' ? { message: b.message } : {}),
+      ...(typeof b.reason === 'string' && /^[A-Za-z][A-Za-z0-9]{0,63}$/.test(b.reason) ? { reason: b.reason } : {}),
+      ...(message === undefined ? {} : { message }),
     };
   }
-  if (typeof body === 'string' && body.trim() !== '') return { message: body.replace(/<[^>]*>/g, ' ').replace(/\s+/g, ' ').trim().slice(0, 300) };
   return {};
 }
 
@@ -215,6 +241,7 @@ export class KubeClient {
   private readonly maxDelayMs: number;
   private readonly random: () => number;
   private readonly onRetry: KubeClientOptions['onRetry'];
+  private readonly outbound: OutboundGuard | undefined;
   /** API server URL (no credentials), for messages. */
   readonly server: string;
   /** Cancels every call and wait made through this view (see {@link withSignal}). */
@@ -234,6 +261,24 @@ export class KubeClient {
     this.random = options.random ?? Math.random;
     this.onRetry = options.onRetry;
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
+    this.outbound = options.outbound;
+  }
+
+  /**
+   * The outbound rules before a call: a literal address is judged here (node:net never looks it
+   * up); a host name is judged by the agent's lookup at each connection (see {@link parts}).
+   */
+  private async precheck(op: string): Promise<void> {
+    if (this.outbound === undefined) return;
+    let host: string;
+    try {
+      host = new URL(this.server).hostname.replace(/^\[|\]$/g, '');
+    } catch {
+      return;
+    }
+    if (isIP(host) === 0) return;
+    const why = await this.outbound.check(this.server);
+    if (why) throw refusedError(op, this.server, why);
   }
 
   /** Loads the library and makes the API objects (once per client). */
@@ -242,6 +287,14 @@ export class KubeClient {
       const kc = this.build(lib);
       const cluster = kc.getCurrentCluster();
       if (!cluster) throw vnfmError('VNFM_ERR_VIM_INVALID', 'Kubernetes VIM: no cluster configured');
+      if (this.outbound !== undefined) {
+        // every agent the library makes (API calls, watches) resolves the API server's name
+        // through the outbound rules and connects to the checked addresses
+        const lookup = this.outbound.lookupFor(cluster.server);
+        const k = kc as unknown as { createAgent: (c: unknown, o: Record<string, unknown>) => unknown };
+        const createAgent = k.createAgent.bind(kc);
+        k.createAgent = (c, o) => createAgent(c, { ...o, lookup });
+      }
       const timeoutMs = this.timeoutMs;
       const config = lib.createConfiguration({
         baseServer: new lib.ServerConfiguration(cluster.server, {}),
@@ -330,6 +383,7 @@ export class KubeClient {
   private async call<T>(op: string, fn: (p: Parts) => Promise<T>, noRetry?: ReadonlySet<number>): Promise<T> {
     const signal = this.boundSignal;
     const parts = await this.parts();
+    await this.precheck(op);
     for (let attempt = 1; ; attempt++) {
       if (signal?.aborted) throw this.cancelled(op, signal.reason);
       let err: KubeApiError;
@@ -352,6 +406,12 @@ export class KubeClient {
 
   private toError(op: string, e: unknown, attempt: number, lib: KubeLib): KubeApiError {
     if (e instanceof KubeApiError) return e;
+    const denied = outboundDenial(e);
+    if (denied) return refusedError(op, this.server, denied.reason, e);
+    if (errorCode(e) === OUTBOUND_DENIED) {
+      const m = /outbound request refused: (.*)$/.exec(e instanceof Error ? e.message : '');
+      return refusedError(op, this.server, m?.[1] ?? 'the API server URL is refused', e);
+    }
     if (e instanceof lib.ApiException) {
       const status = e.code;
       const s = statusOf(e.body);
@@ -376,7 +436,7 @@ export class KubeClient {
       const what = code === 'TIMEOUT' ? 'no answer in time' : `connection failed (${code})`;
       return new KubeApiError({ detail: `Kubernetes API ${op} at ${this.server}: ${what} after ${attempt} attempt(s)`, retryable: true, cause: e });
     }
-    const msg = e instanceof Error ? e.message : String(e);
+    const msg = boundMessage(e instanceof Error ? e.message : String(e)) ?? 'unknown error';
     // e.g. "Unrecognized API version and kind" from the library's discovery
     return new KubeApiError({ detail: `Kubernetes API ${op}: ${msg}`, retryable: false, cause: e });
   }
@@ -487,6 +547,7 @@ export class KubeClient {
     const signal = this.boundSignal;
     if (signal?.aborted) throw this.cancelled(`watch ${kind}`, signal.reason);
     const { watcher } = await this.parts();
+    await this.precheck(`watch ${kind}`);
     const controller = await watcher.watch(
       path,
       params,
@@ -515,6 +576,11 @@ export class KubeClient {
       },
     };
   }
+}
+
+/** A call the outbound rules of VIM endpoints refused (nothing was sent; terminal: no retry changes it). */
+function refusedError(op: string, server: string, reason: string, cause?: unknown): KubeApiError {
+  return new KubeApiError({ detail: `Kubernetes API ${op} at ${server}: refused by the outbound rules of VIM endpoints, nothing was sent: ${reason}`, retryable: false, ...(cause === undefined ? {} : { cause }) });
 }
 
 function header(ref: ObjectRef): { name: string; namespace?: string } {

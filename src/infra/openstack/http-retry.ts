@@ -9,6 +9,7 @@
  * exponentially with jitter so that many VNFMs do not hammer a recovering API in lock-step.
  */
 import { setTimeout as sleepTimer } from 'node:timers/promises';
+import { outboundDenial } from '../../net/outbound.ts';
 import { OpenStackError, OpenStackErrorKind, parseOpenStackErrorBody } from './openstack-error.ts';
 
 /** Retry and timeout settings (every field optional; see {@link resolveHttpRetryOptions}). */
@@ -226,6 +227,20 @@ export async function requestWithRetry(req: HttpRequest, options: ResolvedHttpRe
       const text = await res.text();
       response = { status: res.status, headers: res.headers, text, url: req.url, method: req.method, service: req.service, attempts: attempt };
     } catch (err) {
+      const denied = outboundDenial(err);
+      if (denied) {
+        // a configuration matter (the VIM's URL or a catalog entry): no retry changes it
+        throw new OpenStackError({
+          service: req.service,
+          kind: OpenStackErrorKind.refused,
+          detail: `${req.service} ${req.method} ${urlNoQuery(req.url)}: refused by the outbound rules of VIM endpoints, nothing was sent: ${denied.reason}`,
+          retryable: false,
+          method: req.method,
+          url: req.url,
+          ...(req.secrets === undefined ? {} : { secrets: req.secrets }),
+          cause: err,
+        });
+      }
       thrown = err;
       failure = classify(err, timedOut, req.signal?.aborted === true);
     } finally {

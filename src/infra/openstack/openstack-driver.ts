@@ -30,6 +30,7 @@
 import { createHash } from 'node:crypto';
 import { posix } from 'node:path';
 import { retryableError, terminalError, vnfmError } from '../../errors.ts';
+import type { OutboundGuard } from '../../net/outbound.ts';
 import { fetchForVimTls } from '../../net/tls-fetch.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
@@ -55,6 +56,11 @@ export interface OpenStackDriverOptions {
   http?: HttpRetryOptions;
   /** Ask Nova for server status and zone in {@link OpenStackDriver.observe}. @default true */
   useNova?: boolean;
+  /**
+   * The outbound rules of VIM endpoints: every Keystone, Heat and Nova request (the catalog's URLs
+   * too) is checked right before it is sent and connects to the checked addresses. @default none
+   */
+  outbound?: OutboundGuard;
 }
 
 /** The clients of one VIM connection, kept across operations (one Keystone token cache per VIM). */
@@ -225,8 +231,10 @@ export class OpenStackDriver implements InfraDriver {
   private readonly nestedDepth: number;
   private readonly http: HttpRetryOptions | undefined;
   private readonly useNova: boolean;
+  private readonly outbound: OutboundGuard | undefined;
 
   constructor(options: OpenStackDriverOptions = {}) {
+    this.outbound = options.outbound;
     this.pollInitialMs = options.pollInitialMs;
     this.pollMaxMs = options.pollMaxMs;
     this.nestedDepth = Math.max(2, options.nestedDepth ?? 2);
@@ -459,7 +467,9 @@ export class OpenStackDriver implements InfraDriver {
     const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
     const region = str(ai.region) ?? str(ii.region);
     const heatEndpoint = str(ii.heatEndpoint);
-    const tlsFetchOf = fetchForVimTls(ii);
+    const tlsFetch = fetchForVimTls(ii);
+    // every request checked against the VIM outbound rules right before it goes, pinned to the checked addresses
+    const tlsFetchOf = this.outbound ? this.outbound.fetch(tlsFetch ?? this.http?.fetch) : tlsFetch;
     const key = createHash('sha256')
       .update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, region, heatEndpoint, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null]))
       .digest('hex');

@@ -30,6 +30,8 @@ export const OpenStackErrorKind = {
   waitTimeout: 'wait_timeout',
   /** The caller cancelled (AbortSignal). */
   aborted: 'aborted',
+  /** The outbound rules of VIM endpoints refused the URL: nothing was sent. */
+  refused: 'refused',
 } as const;
 /** See {@link OpenStackErrorKind}. */
 export type OpenStackErrorKind = (typeof OpenStackErrorKind)[keyof typeof OpenStackErrorKind];
@@ -103,11 +105,33 @@ function str(v: unknown): string | undefined {
   return typeof v === 'string' && v.trim() !== '' ? v.trim() : undefined;
 }
 
+/** Longest message taken from a VIM's error body (longer ones are cut, with an ellipsis). */
+export const MAX_VIM_MESSAGE = 200;
+
 /**
- * Reads the error text out of an OpenStack error body. Heat answers
- * `{"code", "title", "explanation", "error": {"type", "message"?, "traceback"}}`, Keystone
- * `{"error": {"code", "title", "message"}}`, Nova `{"itemNotFound": {"code", "message"}}`;
- * anything else (HTML from a proxy, plain text) is reduced to its text.
+ * A message taken from a VIM's answer as it may be shown (op occ error, API answers, logs): one
+ * line, control characters removed, at most {@link MAX_VIM_MESSAGE} characters.
+ */
+export function boundVimMessage(v: unknown, max = MAX_VIM_MESSAGE): string | undefined {
+  if (typeof v !== 'string') return undefined;
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what is removed
+  const one = v.replace(/[\u0000-\u001f\u007f-\u009f\u2028\u2029]+/g, ' ').replace(/\s+/g, ' ').trim();
+  if (one === '') return undefined;
+  return one.length > max ? `${one.slice(0, max)}...` : one;
+}
+
+/** A machine-readable error type: a short identifier, else nothing. */
+function errorTypeOf(v: unknown): string | undefined {
+  return typeof v === 'string' && /^[A-Za-z][A-Za-z0-9 _.:-]{0,63}$/.test(v.trim()) ? v.trim() : undefined;
+}
+
+/**
+ * Reads the error text out of an OpenStack error body, only when it is a JSON error of a shape
+ * OpenStack documents: Heat `{"code", "title", "explanation", "error": {"type", "message"?,
+ * "traceback"}}`, Keystone `{"error": {"code", "title", "message"}}`, Nova
+ * `{"itemNotFound": {"code", "message"}}`. Anything else (HTML from a proxy, plain text, JSON of
+ * another shape: whatever a server that is not OpenStack answers) gives nothing, so no foreign
+ * body is ever echoed; the message is one bounded line ({@link boundVimMessage}).
  */
 export function parseOpenStackErrorBody(text: string): ParsedOpenStackErrorBody {
   const empty: ParsedOpenStackErrorBody = { message: undefined, type: undefined, title: undefined };
@@ -116,11 +140,7 @@ export function parseOpenStackErrorBody(text: string): ParsedOpenStackErrorBody 
   try {
     body = JSON.parse(text);
   } catch {
-    const plain = text
-      .replace(/<[^>]*>/g, ' ')
-      .replace(/\s+/g, ' ')
-      .trim();
-    return { ...empty, message: plain === '' ? undefined : plain.slice(0, MAX_TEXT) };
+    return empty;
   }
   if (body === null || typeof body !== 'object' || Array.isArray(body)) return empty;
   const b = body as Record<string, unknown>;
@@ -128,23 +148,29 @@ export function parseOpenStackErrorBody(text: string): ParsedOpenStackErrorBody 
   if (err !== null && typeof err === 'object' && !Array.isArray(err)) {
     const e = err as Record<string, unknown>;
     return {
-      message: str(e.message) ?? str(b.explanation),
-      type: str(e.type) ?? str(e.title) ?? str(b.title),
-      title: str(b.title) ?? str(e.title),
+      message: boundVimMessage(str(e.message) ?? str(b.explanation)),
+      type: errorTypeOf(e.type) ?? errorTypeOf(e.title) ?? errorTypeOf(b.title),
+      title: errorTypeOf(b.title) ?? errorTypeOf(e.title),
     };
   }
-  if (typeof err === 'string') return { message: str(err), type: str(b.title), title: str(b.title) };
+  const hasCode = typeof b.code === 'number' || (typeof b.code === 'string' && /^\d{3}$/.test(b.code));
+  if (typeof err === 'string' && hasCode) return { message: boundVimMessage(err), type: errorTypeOf(b.title), title: errorTypeOf(b.title) };
   // Nova / Cinder style: { "<faultName>": { "code", "message" } }
   const keys = Object.keys(b);
   if (keys.length === 1) {
     const k = keys[0] as string;
     const inner = b[k];
     if (inner !== null && typeof inner === 'object' && !Array.isArray(inner)) {
-      const m = str((inner as Record<string, unknown>).message);
-      if (m !== undefined) return { message: m, type: k, title: undefined };
+      const i = inner as Record<string, unknown>;
+      const m = boundVimMessage(str(i.message));
+      if (m !== undefined && typeof i.code === 'number') return { message: m, type: errorTypeOf(k), title: undefined };
     }
   }
-  return { message: str(b.message) ?? str(b.explanation) ?? str(b.title), type: str(b.title), title: str(b.title) };
+  // Heat / webob without an error object: { "code", "title", "explanation" }
+  if (hasCode && (str(b.title) !== undefined || str(b.explanation) !== undefined)) {
+    return { message: boundVimMessage(str(b.message) ?? str(b.explanation) ?? str(b.title)), type: errorTypeOf(b.title), title: errorTypeOf(b.title) };
+  }
+  return empty;
 }
 
 /** HTTP statuses that mean "the service is (temporarily) not able to answer": worth a later retry. */
@@ -193,7 +219,8 @@ export class OpenStackError extends VnfmError {
 
   constructor(init: OpenStackErrorInit) {
     const secrets = init.secrets ?? [];
-    const detail = redactSecrets(init.detail, secrets);
+    // one bounded line: parts of it (a stack's status reason) come from the VIM's answers
+    const detail = boundVimMessage(redactSecrets(init.detail, secrets), MAX_TEXT * 2) ?? '';
     super(codeFor(init.kind, init.status, init.retryable), detail, {
       retryable: init.retryable,
       ...(init.retryAfterMs === undefined ? {} : { retryAfterMs: init.retryAfterMs }),
@@ -213,7 +240,7 @@ export class OpenStackError extends VnfmError {
     this.url = init.url === undefined ? undefined : redactSecrets(safeUrl(init.url), secrets);
     this.stackStatus = init.stackStatus;
     this.stackStatusReason =
-      init.stackStatusReason === undefined ? undefined : redactSecrets(init.stackStatusReason, secrets);
+      init.stackStatusReason === undefined ? undefined : boundVimMessage(redactSecrets(init.stackStatusReason, secrets), MAX_TEXT);
   }
 
   /**
@@ -247,7 +274,7 @@ export class OpenStackError extends VnfmError {
     return new OpenStackError({
       service: args.service,
       kind: OpenStackErrorKind.http,
-      detail: detail.length > MAX_TEXT * 2 ? `${detail.slice(0, MAX_TEXT * 2)}...` : detail,
+      detail,
       retryable,
       status: args.status,
       method: args.method,

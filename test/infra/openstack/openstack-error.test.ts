@@ -19,7 +19,8 @@ describe('OpenStackError', () => {
       title: 'Unauthorized',
     });
     assert.deepEqual(parseOpenStackErrorBody('{"itemNotFound": {"code": 404, "message": "Instance x could not be found."}}'), { message: 'Instance x could not be found.', type: 'itemNotFound', title: undefined });
-    assert.equal(parseOpenStackErrorBody('<html><body><h1>502 Bad Gateway</h1></body></html>').message, '502 Bad Gateway');
+    // a body that is not an OpenStack JSON error (a proxy's HTML, another server's text) is never echoed
+    assert.equal(parseOpenStackErrorBody('<html><body><h1>502 Bad Gateway</h1></body></html>').message, undefined);
     assert.equal(parseOpenStackErrorBody('').message, undefined);
   });
 

@@ -25,6 +25,7 @@
 import { createHash } from 'node:crypto';
 import { vnfmError } from '../../../errors.ts';
 import { KeystoneAuth } from '../../../infra/openstack/keystone-auth.ts';
+import type { OutboundGuard } from '../../../net/outbound.ts';
 import { fetchForVimTls } from '../../../net/tls-fetch.ts';
 import type { VnfcResourceInfo } from '../../../model/vnf-instance.ts';
 import type { VimConnection } from '../../../vims/vim-registry.ts';
@@ -56,6 +57,8 @@ export interface ServerNotifierDriverOptions extends AlarmClientOptions {
   notifiers?: NotifierResolver;
   /** Options of the Keystone sessions (tests). */
   keystone?: { http?: import('../../../infra/openstack/http-retry.ts').HttpRetryOptions };
+  /** The outbound rules of VIM endpoints, applied to every Keystone request (pinned). @default none */
+  vimOutbound?: OutboundGuard;
 }
 
 /** One journal line per server. */
@@ -320,7 +323,8 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
     if (!authUrl || !/^https?:\/\//.test(authUrl) || !username || password === undefined || (!projectName && !projectId)) return undefined;
     const userDomain = str(ai.userDomain) ?? str(ai.userDomainName) ?? 'Default';
     const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
-    const tlsFetchOf = fetchForVimTls(ii);
+    const vimTls = fetchForVimTls(ii);
+    const tlsFetchOf = this.opts.vimOutbound ? this.opts.vimOutbound.fetch(vimTls ?? this.opts.keystone?.http?.fetch) : vimTls;
     const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null])).digest('hex');
     let auth = this.sessions.get(key);
     if (!auth) {
