@@ -52,6 +52,11 @@ export interface NotificationTlsEntry {
 export interface AuthConfig {
   /** Run without authentication ('none') on a non-loopback address anyway. @default false */
   allowUnauthenticated: boolean;
+  /**
+   * With `apiAuth` none, callers on this host are trusted only when their socket belongs to the
+   * VNFM's own OS user, root, or one of these uids (Linux; others are refused with 403). @default []
+   */
+  trustedLocalUids: number[];
   /** A JSON or YAML file of `"METHOD /route": role|"open"` overriding the policy table. @default undefined */
   policyFile: string | undefined;
   /** `/metrics`. @default 'loopback' */
@@ -450,6 +455,7 @@ export function defaultConfig(): VnfmConfig {
     apiTokens: [],
     auth: {
       allowUnauthenticated: false,
+      trustedLocalUids: [],
       policyFile: undefined,
       metrics: 'loopback',
       docs: 'loopback',
@@ -522,6 +528,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_API_BUSY_RETRY_AFTER_SECONDS: ['api.busyRetryAfterSeconds', 'number'],
   VNFM_API_AUTH: ['apiAuth', 'list'],
   VNFM_AUTH_ALLOW_UNAUTHENTICATED: ['auth.allowUnauthenticated', 'boolean'],
+  VNFM_AUTH_TRUSTED_LOCAL_UIDS: ['auth.trustedLocalUids', 'list'],
   VNFM_AUTH_POLICY_FILE: ['auth.policyFile', 'string'],
   VNFM_AUTH_METRICS: ['auth.metrics', 'string'],
   VNFM_AUTH_DOCS: ['auth.docs', 'string'],
@@ -730,6 +737,12 @@ function validateAuth(cfg: VnfmConfig): void {
   }
   if (modes.includes('token') && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
   const a = cfg.auth;
+  if (!Array.isArray(a.trustedLocalUids)) throw new ConfigError('auth.trustedLocalUids: must be a list of uids');
+  a.trustedLocalUids = a.trustedLocalUids.map((u) => {
+    const n = typeof u === 'string' && /^\d+$/.test(u) ? Number(u) : u;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new ConfigError(`auth.trustedLocalUids: ${JSON.stringify(u)} is not a uid (a non-negative integer)`);
+    return n;
+  });
   for (const k of ['metrics', 'docs'] as const) if (!['open', 'loopback', 'authenticated'].includes(a[k])) throw new ConfigError(`auth.${k}: must be open, loopback or authenticated`);
   if (!Number.isInteger(a.maxCredentialBytes) || a.maxCredentialBytes < 256) throw new ConfigError('auth.maxCredentialBytes: must be an integer >= 256');
   for (const k of ['packages', 'vims'] as const) if (!['project', 'shared'].includes(a.tenancy[k])) throw new ConfigError(`auth.tenancy.${k}: must be project or shared`);

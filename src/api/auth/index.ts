@@ -23,6 +23,7 @@ import { credentialHash } from './cache.ts';
 import { type Presented, oauthErrorOf, presentedCredential, unauthorized } from './credentials.ts';
 import { KeystoneValidator } from './keystone.ts';
 import { OAuthService, TOKEN_PREFIX, certThumbprint } from './oauth2.ts';
+import { LocalPeerGate } from './peer-user.ts';
 import { oauthRoutes } from './oauth2-routes.ts';
 import { Policy, loadPolicyOverrides } from './policy.ts';
 import { ANONYMOUS, type Principal, rolesUpTo } from './principal.ts';
@@ -174,6 +175,8 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
   };
 
   const unauthenticated = modes.has('none');
+  // apiAuth none: a caller on this host is trusted only as the VNFM's own OS user, root or a listed uid
+  const localPeers = unauthenticated ? new LocalPeerGate(new Set([0, ...(typeof process.getuid === 'function' ? [process.getuid()] : []), ...config.auth.trustedLocalUids])) : undefined;
   app.addHook('onRequest', async (req, reply) => {
     const url = req.routeOptions.url;
     const path = url ?? (req.url.split('?')[0] as string);
@@ -189,6 +192,10 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
       }
     }
     if (unauthenticated) {
+      if (localPeers && !isProbePath(path)) {
+        const t = await localPeers.check(req.raw.socket);
+        if (!t.trusted) throw vnfmError('VNFM_ERR_API_FORBIDDEN', `loopback callers of another OS user are not trusted with apiAuth none (${t.why}); configure an API authentication mode (apiAuth token, keystone, oauth2 or mtls)`);
+      }
       req.principal = ANONYMOUS;
       return;
     }
