@@ -146,6 +146,16 @@ export interface VnfmConfig {
    * @default `<dataDir>/secret.key` (embedded database only)
    */
   secretKeyFile: string | undefined;
+  /**
+   * Which parameter names hold secrets (sealed at rest, `****` in responses), beyond the built-in
+   * rule of src/model/sealed-params.ts (docs/security.md, Secrets and files). Exact names, any case.
+   */
+  secrets: {
+    /** Names always treated as secrets (e.g. `vendor_blob`). @default [] */
+    extraNames: string[];
+    /** Names never treated as secrets, even when the rule would (e.g. `session_token_ttl`). @default [] */
+    neverNames: string[];
+  };
   /** Outbound request rules (docs/security.md, "Outbound requests"). */
   outbound: {
     /** CIDRs, addresses or host names always allowed (e.g. `127.0.0.0/8` in a lab). @default [] */
@@ -445,6 +455,7 @@ export function defaultConfig(): VnfmConfig {
     logLevel: 'info',
     secretKey: undefined,
     secretKeyFile: undefined,
+    secrets: { extraNames: [], neverNames: [] },
     outbound: { allow: [], deny: [] },
     pageSize: 100,
     maxBodyBytes: 1_000_000,
@@ -518,6 +529,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LOG_LEVEL: ['logLevel', 'string'],
   VNFM_SECRET_KEY: ['secretKey', 'string'],
   VNFM_SECRET_KEY_FILE: ['secretKeyFile', 'string'],
+  VNFM_SECRETS_EXTRA_NAMES: ['secrets.extraNames', 'list'],
+  VNFM_SECRETS_NEVER_NAMES: ['secrets.neverNames', 'list'],
   VNFM_OUTBOUND_ALLOW: ['outbound.allow', 'list'],
   VNFM_OUTBOUND_DENY: ['outbound.deny', 'list'],
   VNFM_MGMT_SCRIPT_USER: ['mgmt.scriptUser', 'string'],
@@ -714,6 +727,13 @@ function validateNotificationTls(cfg: VnfmConfig): void {
   });
 }
 
+function validateSecrets(cfg: VnfmConfig): void {
+  for (const k of ['extraNames', 'neverNames'] as const) {
+    const v = cfg.secrets[k];
+    if (!Array.isArray(v) || v.some((n) => typeof n !== 'string' || n.trim() === '')) throw new ConfigError(`secrets.${k}: must be a list of parameter names`);
+  }
+}
+
 function validateAuth(cfg: VnfmConfig): void {
   const modes = authModes(cfg);
   if (!Array.isArray(modes) || modes.length === 0 || modes.some((m) => !API_AUTH_MODES.includes(m))) {
@@ -788,6 +808,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isInteger(cfg.api.maxInFlightRequests) || cfg.api.maxInFlightRequests < 0) throw new ConfigError(`api.maxInFlightRequests: must be an integer >= 0 (0 = no cap), got ${cfg.api.maxInFlightRequests}`);
   if (!Number.isInteger(cfg.api.busyRetryAfterSeconds) || cfg.api.busyRetryAfterSeconds < 1) throw new ConfigError(`api.busyRetryAfterSeconds: must be an integer >= 1, got ${cfg.api.busyRetryAfterSeconds}`);
   validateAuth(cfg);
+  validateSecrets(cfg);
   validateNotificationTls(cfg);
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
   {
