@@ -66,6 +66,19 @@ export interface AuthConfig {
   /** Longest accepted credential header (X-Auth-Token, Authorization); longer is a 400. @default 8192 */
   maxCredentialBytes: number;
   /**
+   * How long a token Keystone or the introspection endpoint refused (or the built-in OAuth 2.0
+   * server does not know) stays refused without asking again; 0: not remembered. @default 5000
+   */
+  failureCacheMs: number;
+  /** Refused tokens remembered at most (a cache of their own: they never push valid tokens out). @default 10000 */
+  failureCacheMaxEntries: number;
+  /**
+   * Failed authentications per client address (IPv4 address or IPv6 /64): a token bucket of
+   * `burst`, refilled at `perMinute`; an empty bucket answers 429 with Retry-After to credentials
+   * that would need a round trip. `burst` 0: no limit. @default { burst: 30, perMinute: 60, maxClients: 10000 }
+   */
+  failureLimit: { burst: number; perMinute: number; maxClients: number };
+  /**
    * Who owns VNF packages and VIMs: 'project' (the project that created one; another project
    * gets 404; Tacker's way) or 'shared' (every project sees and uses them, admins change them).
    * @default { packages: 'project', vims: 'project' }
@@ -471,6 +484,9 @@ export function defaultConfig(): VnfmConfig {
       metrics: 'loopback',
       docs: 'loopback',
       maxCredentialBytes: 8192,
+      failureCacheMs: 5000,
+      failureCacheMaxEntries: 10_000,
+      failureLimit: { burst: 30, perMinute: 60, maxClients: 10_000 },
       tenancy: { packages: 'project', vims: 'project' },
       keystone: {
         authUrl: undefined,
@@ -543,6 +559,9 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_AUTH_ALLOW_UNAUTHENTICATED: ['auth.allowUnauthenticated', 'boolean'],
   VNFM_AUTH_TRUSTED_LOCAL_UIDS: ['auth.trustedLocalUids', 'list'],
   VNFM_AUTH_POLICY_FILE: ['auth.policyFile', 'string'],
+  VNFM_AUTH_FAILURE_CACHE_MS: ['auth.failureCacheMs', 'number'],
+  VNFM_AUTH_FAILURE_LIMIT_BURST: ['auth.failureLimit.burst', 'number'],
+  VNFM_AUTH_FAILURE_LIMIT_PER_MINUTE: ['auth.failureLimit.perMinute', 'number'],
   VNFM_AUTH_METRICS: ['auth.metrics', 'string'],
   VNFM_AUTH_DOCS: ['auth.docs', 'string'],
   VNFM_AUTH_TENANCY_PACKAGES: ['auth.tenancy.packages', 'string'],
@@ -765,6 +784,12 @@ function validateAuth(cfg: VnfmConfig): void {
   });
   for (const k of ['metrics', 'docs'] as const) if (!['open', 'loopback', 'authenticated'].includes(a[k])) throw new ConfigError(`auth.${k}: must be open, loopback or authenticated`);
   if (!Number.isInteger(a.maxCredentialBytes) || a.maxCredentialBytes < 256) throw new ConfigError('auth.maxCredentialBytes: must be an integer >= 256');
+  if (!Number.isInteger(a.failureCacheMs) || a.failureCacheMs < 0) throw new ConfigError('auth.failureCacheMs: must be an integer >= 0');
+  if (!Number.isInteger(a.failureCacheMaxEntries) || a.failureCacheMaxEntries < 1) throw new ConfigError('auth.failureCacheMaxEntries: must be an integer >= 1');
+  const fl = a.failureLimit;
+  if (!Number.isInteger(fl.burst) || fl.burst < 0) throw new ConfigError('auth.failureLimit.burst: must be an integer >= 0 (0: no limit)');
+  if (!(typeof fl.perMinute === 'number' && fl.perMinute > 0 && Number.isFinite(fl.perMinute))) throw new ConfigError('auth.failureLimit.perMinute: must be a number > 0');
+  if (!Number.isInteger(fl.maxClients) || fl.maxClients < 1) throw new ConfigError('auth.failureLimit.maxClients: must be an integer >= 1');
   for (const k of ['packages', 'vims'] as const) if (!['project', 'shared'].includes(a.tenancy[k])) throw new ConfigError(`auth.tenancy.${k}: must be project or shared`);
   const k = a.keystone;
   if (modes.includes('keystone')) {
