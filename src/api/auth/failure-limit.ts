@@ -2,8 +2,8 @@
  * Failed authentications per client address (`auth.failureLimit`): a token bucket per address
  * (IPv4 address, or IPv6 /64), `burst` failures at once, refilled at `perMinute`. A client whose
  * bucket is empty gets `429` with `Retry-After` for any credential that would cost a round trip
- * (an uncached Keystone, introspection or built-in OAuth 2.0 token); what the VNFM already knows
- * without asking (a static token, a validated token still cached) is accepted as before, so a
+ * (an uncached Keystone or introspection token); what the VNFM checks without asking anyone (a
+ * static token, a built-in OAuth 2.0 token, a validated token still cached) is accepted as before, so a
  * caller behind the same address as a failing one is not slowed. At most `maxClients` addresses
  * are tracked (least recently failed dropped first; a dropped address starts with a full bucket).
  */

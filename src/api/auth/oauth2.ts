@@ -109,19 +109,9 @@ export class OAuthService {
     this.inactive = new ExpiringCache(Math.max(1, failures.maxEntries));
   }
 
-  /**
-   * What is known of a token without a round trip (no database read, no introspection): the
-   * principal of a cached valid token, null for a token refused lately, undefined otherwise.
-   */
+  /** What is known of an external token without introspecting it: the cached answer, null (refused lately) or undefined. */
   cached(token: string): { principal: Principal; cnf: string | null } | null | undefined {
     const key = credentialHash(token);
-    if (token.startsWith(TOKEN_PREFIX)) {
-      const hit = this.tokens.get(key);
-      if (hit === null) return null;
-      // trusted only while the revocation generation is fresh enough to be trusted without a read
-      if (hit && hit.generation === this.generation && Date.now() - this.generationReadAt < this.s.revocationCheckMs) return { principal: hit.principal, cnf: hit.cnf };
-      return undefined;
-    }
     return this.introspected.get(key) ?? (this.inactive.get(key) ? null : undefined);
   }
 
