@@ -131,8 +131,9 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
 
   /**
    * The principal of a token, or null when no mode knows it. `limited`: the client is over its
-   * failure limit; only what is known without a round trip (static tokens, cached answers) is
-   * checked, and a token that would need one is refused with 429.
+   * failure limit; only what is known without an upstream round trip (static tokens, built-in
+   * OAuth 2.0 tokens, cached answers) is checked, and a token that would need one is refused
+   * with 429.
    */
   const tokenPrincipal = async (token: string, cert: PeerCert | undefined, limited = 0): Promise<Principal | null> => {
     if (modes.has('token')) {
