@@ -52,6 +52,11 @@ export interface NotificationTlsEntry {
 export interface AuthConfig {
   /** Run without authentication ('none') on a non-loopback address anyway. @default false */
   allowUnauthenticated: boolean;
+  /**
+   * With `apiAuth` none, callers on this host are trusted only when their socket belongs to the
+   * VNFM's own OS user, root, or one of these uids (Linux; others are refused with 403). @default []
+   */
+  trustedLocalUids: number[];
   /** A JSON or YAML file of `"METHOD /route": role|"open"` overriding the policy table. @default undefined */
   policyFile: string | undefined;
   /** `/metrics`. @default 'loopback' */
@@ -60,6 +65,19 @@ export interface AuthConfig {
   docs: OpenEndpointRule;
   /** Longest accepted credential header (X-Auth-Token, Authorization); longer is a 400. @default 8192 */
   maxCredentialBytes: number;
+  /**
+   * How long a token Keystone or the introspection endpoint refused (or the built-in OAuth 2.0
+   * server does not know) stays refused without asking again; 0: not remembered. @default 5000
+   */
+  failureCacheMs: number;
+  /** Refused tokens remembered at most (a cache of their own: they never push valid tokens out). @default 10000 */
+  failureCacheMaxEntries: number;
+  /**
+   * Failed authentications per client address (IPv4 address or IPv6 /64): a token bucket of
+   * `burst`, refilled at `perMinute`; an empty bucket answers 429 with Retry-After to credentials
+   * that would need a round trip. `burst` 0: no limit. @default { burst: 30, perMinute: 60, maxClients: 10000 }
+   */
+  failureLimit: { burst: number; perMinute: number; maxClients: number };
   /**
    * Who owns VNF packages and VIMs: 'project' (the project that created one; another project
    * gets 404; Tacker's way) or 'shared' (every project sees and uses them, admins change them).
@@ -141,6 +159,16 @@ export interface VnfmConfig {
    * @default `<dataDir>/secret.key` (embedded database only)
    */
   secretKeyFile: string | undefined;
+  /**
+   * Which parameter names hold secrets (sealed at rest, `****` in responses), beyond the built-in
+   * rule of src/model/sealed-params.ts (docs/security.md, Secrets and files). Exact names, any case.
+   */
+  secrets: {
+    /** Names always treated as secrets (e.g. `vendor_blob`). @default [] */
+    extraNames: string[];
+    /** Names never treated as secrets, even when the rule would (e.g. `session_token_ttl`). @default [] */
+    neverNames: string[];
+  };
   /** Outbound request rules (docs/security.md, "Outbound requests"). */
   outbound: {
     /** CIDRs, addresses or host names always allowed (e.g. `127.0.0.0/8` in a lab). @default [] */
@@ -452,6 +480,7 @@ export function defaultConfig(): VnfmConfig {
     logLevel: 'info',
     secretKey: undefined,
     secretKeyFile: undefined,
+    secrets: { extraNames: [], neverNames: [] },
     outbound: { allow: [], deny: [], vimAllow: [] },
     pageSize: 100,
     maxBodyBytes: 1_000_000,
@@ -462,10 +491,14 @@ export function defaultConfig(): VnfmConfig {
     apiTokens: [],
     auth: {
       allowUnauthenticated: false,
+      trustedLocalUids: [],
       policyFile: undefined,
       metrics: 'loopback',
       docs: 'loopback',
       maxCredentialBytes: 8192,
+      failureCacheMs: 5000,
+      failureCacheMaxEntries: 10_000,
+      failureLimit: { burst: 30, perMinute: 60, maxClients: 10_000 },
       tenancy: { packages: 'project', vims: 'project' },
       keystone: {
         authUrl: undefined,
@@ -524,6 +557,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LOG_LEVEL: ['logLevel', 'string'],
   VNFM_SECRET_KEY: ['secretKey', 'string'],
   VNFM_SECRET_KEY_FILE: ['secretKeyFile', 'string'],
+  VNFM_SECRETS_EXTRA_NAMES: ['secrets.extraNames', 'list'],
+  VNFM_SECRETS_NEVER_NAMES: ['secrets.neverNames', 'list'],
   VNFM_OUTBOUND_ALLOW: ['outbound.allow', 'list'],
   VNFM_OUTBOUND_DENY: ['outbound.deny', 'list'],
   VNFM_OUTBOUND_VIM_ALLOW: ['outbound.vimAllow', 'list'],
@@ -535,7 +570,11 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_API_BUSY_RETRY_AFTER_SECONDS: ['api.busyRetryAfterSeconds', 'number'],
   VNFM_API_AUTH: ['apiAuth', 'list'],
   VNFM_AUTH_ALLOW_UNAUTHENTICATED: ['auth.allowUnauthenticated', 'boolean'],
+  VNFM_AUTH_TRUSTED_LOCAL_UIDS: ['auth.trustedLocalUids', 'list'],
   VNFM_AUTH_POLICY_FILE: ['auth.policyFile', 'string'],
+  VNFM_AUTH_FAILURE_CACHE_MS: ['auth.failureCacheMs', 'number'],
+  VNFM_AUTH_FAILURE_LIMIT_BURST: ['auth.failureLimit.burst', 'number'],
+  VNFM_AUTH_FAILURE_LIMIT_PER_MINUTE: ['auth.failureLimit.perMinute', 'number'],
   VNFM_AUTH_METRICS: ['auth.metrics', 'string'],
   VNFM_AUTH_DOCS: ['auth.docs', 'string'],
   VNFM_AUTH_TENANCY_PACKAGES: ['auth.tenancy.packages', 'string'],
@@ -721,6 +760,13 @@ function validateNotificationTls(cfg: VnfmConfig): void {
   });
 }
 
+function validateSecrets(cfg: VnfmConfig): void {
+  for (const k of ['extraNames', 'neverNames'] as const) {
+    const v = cfg.secrets[k];
+    if (!Array.isArray(v) || v.some((n) => typeof n !== 'string' || n.trim() === '')) throw new ConfigError(`secrets.${k}: must be a list of parameter names`);
+  }
+}
+
 function validateAuth(cfg: VnfmConfig): void {
   const modes = authModes(cfg);
   if (!Array.isArray(modes) || modes.length === 0 || modes.some((m) => !API_AUTH_MODES.includes(m))) {
@@ -744,8 +790,20 @@ function validateAuth(cfg: VnfmConfig): void {
   }
   if (modes.includes('token') && cfg.apiTokens.length === 0) throw new ConfigError('apiAuth token needs at least one apiTokens entry');
   const a = cfg.auth;
+  if (!Array.isArray(a.trustedLocalUids)) throw new ConfigError('auth.trustedLocalUids: must be a list of uids');
+  a.trustedLocalUids = a.trustedLocalUids.map((u) => {
+    const n = typeof u === 'string' && /^\d+$/.test(u) ? Number(u) : u;
+    if (typeof n !== 'number' || !Number.isInteger(n) || n < 0) throw new ConfigError(`auth.trustedLocalUids: ${JSON.stringify(u)} is not a uid (a non-negative integer)`);
+    return n;
+  });
   for (const k of ['metrics', 'docs'] as const) if (!['open', 'loopback', 'authenticated'].includes(a[k])) throw new ConfigError(`auth.${k}: must be open, loopback or authenticated`);
   if (!Number.isInteger(a.maxCredentialBytes) || a.maxCredentialBytes < 256) throw new ConfigError('auth.maxCredentialBytes: must be an integer >= 256');
+  if (!Number.isInteger(a.failureCacheMs) || a.failureCacheMs < 0) throw new ConfigError('auth.failureCacheMs: must be an integer >= 0');
+  if (!Number.isInteger(a.failureCacheMaxEntries) || a.failureCacheMaxEntries < 1) throw new ConfigError('auth.failureCacheMaxEntries: must be an integer >= 1');
+  const fl = a.failureLimit;
+  if (!Number.isInteger(fl.burst) || fl.burst < 0) throw new ConfigError('auth.failureLimit.burst: must be an integer >= 0 (0: no limit)');
+  if (!(typeof fl.perMinute === 'number' && fl.perMinute > 0 && Number.isFinite(fl.perMinute))) throw new ConfigError('auth.failureLimit.perMinute: must be a number > 0');
+  if (!Number.isInteger(fl.maxClients) || fl.maxClients < 1) throw new ConfigError('auth.failureLimit.maxClients: must be an integer >= 1');
   for (const k of ['packages', 'vims'] as const) if (!['project', 'shared'].includes(a.tenancy[k])) throw new ConfigError(`auth.tenancy.${k}: must be project or shared`);
   const k = a.keystone;
   if (modes.includes('keystone')) {
@@ -789,6 +847,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isInteger(cfg.api.maxInFlightRequests) || cfg.api.maxInFlightRequests < 0) throw new ConfigError(`api.maxInFlightRequests: must be an integer >= 0 (0 = no cap), got ${cfg.api.maxInFlightRequests}`);
   if (!Number.isInteger(cfg.api.busyRetryAfterSeconds) || cfg.api.busyRetryAfterSeconds < 1) throw new ConfigError(`api.busyRetryAfterSeconds: must be an integer >= 1, got ${cfg.api.busyRetryAfterSeconds}`);
   validateAuth(cfg);
+  validateSecrets(cfg);
   validateNotificationTls(cfg);
   if (typeof cfg.health.public !== 'boolean') throw new ConfigError('health.public: must be true or false');
   {

@@ -29,6 +29,8 @@ export const ERRORS = {
   VNFM_ERR_API_FORBIDDEN: { httpStatus: 403, title: 'Forbidden', retryable: false },
   /** The identity service that validates a caller's token (Keystone, an OAuth 2.0 introspection endpoint) does not answer. */
   VNFM_ERR_API_AUTH_UNAVAILABLE: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
+  /** Too many failed authentications from the client's address (`auth.failureLimit`): refused with Retry-After. */
+  VNFM_ERR_API_TOO_MANY_FAILURES: { httpStatus: 429, title: 'Too Many Requests', retryable: true },
   /** More API requests in flight than `api.maxInFlightRequests`: refused at once with Retry-After. */
   VNFM_ERR_API_BUSY: { httpStatus: 503, title: 'Service Unavailable', retryable: true },
   VNFM_ERR_API_NOT_FOUND: { httpStatus: 404, title: 'Not Found', retryable: false },

@@ -31,6 +31,9 @@ export const REDACT_PATHS = [
   '*.*.clientSecret',
   '*.client_secret',
   '*.access_token',
+  // credential-named values (the rule of src/model/sealed-params.ts for the usual spellings)
+  ...['api_key', 'apiKey', 'apikey', 'access_key', 'secret_key', 'private_key', 'ssh_key', 'auth_token', 'authToken', 'passphrase', 'kubeconfig', 'cookie', 'credentials'].flatMap((n) => [`*.${n}`, `*.*.${n}`]),
+  'req.headers.cookie',
 ];
 
 /** Creates the process logger. `destination` lets tests capture lines. */

@@ -24,6 +24,7 @@ import { setupNotifications } from '../notify/setup.ts';
 import { cleanupStaleHookDirs } from '../mgmt/script-runner.ts';
 import { PackageService } from '../packages/package-service.ts';
 import { type Store, openStore } from '../store/db.ts';
+import { configureSecretNames } from '../model/sealed-params.ts';
 import { openSecretBox } from '../store/secret-box.ts';
 import { restrictUmask, secureDataDir } from '../store/data-dir-perms.ts';
 import { VimRegistry } from '../vims/vim-registry.ts';
@@ -60,6 +61,7 @@ export interface StartOptions {
 
 /** Builds the services over an open store. */
 export function buildContext(config: VnfmConfig, store: Store, log: Logger): AppContext {
+  configureSecretNames(config.secrets);
   const box = openSecretBox({ configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir });
   const metrics = new VnfmMetrics({ defaultMetrics: true, ...(store.wasmMemoryBytes ? { wasmMemoryBytes: () => store.wasmMemoryBytes?.() ?? 0 } : {}) });
   const notifier = new Notifier(() => config.publicUrl);

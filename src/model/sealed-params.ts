@@ -12,12 +12,80 @@ export const SEALED_PREFIX = 'vnfm-sealed:';
 /** What API bodies show instead of a secret. */
 export const MASK = '****';
 
-const SECRET_KEY = /^(?:.*_)?(?:password|passwd|passphrase|private_?key|secret|client_?secret|token|bearer_?token)$/i;
-const CAMEL_SECRET = /(?:Password|Passwd|Passphrase|PrivateKey|Secret|Token)$/;
+/** Words that make a name a secret wherever they stand (`ssh_password`, `authToken`, `client_secret`). */
+const SECRET_WORDS = new Set([
+  'password', 'passwords', 'passwd', 'passphrase', 'secret', 'secrets', 'token', 'tokens', 'credential', 'credentials', 'cred', 'creds',
+  'bearer', 'cookie', 'cookies', 'authorization', 'kubeconfig', 'apikey', 'accesskey', 'secretkey', 'privatekey', 'sshkey', 'authkey', 'psk',
+]);
+/** Leading words that make a name a secret (`auth`, `auth_info`, `authCred`), unless its last word describes it. */
+const AUTH_WORDS = new Set(['auth', 'authentication', 'authn', 'authz']);
+/**
+ * Last words of names that describe a secret without holding it (`auth_url`, `token_type`,
+ * `secret_name`, `ssh_key_file`, `kubeconfig_path`, `access_key_id`): never a secret.
+ */
+const DESCRIPTOR_WORDS = new Set([
+  'url', 'urls', 'uri', 'uris', 'endpoint', 'endpoints', 'host', 'hostname', 'address', 'port', 'path', 'file', 'dir', 'directory', 'name', 'names',
+  'id', 'ids', 'type', 'kind', 'ref', 'format', 'length', 'size', 'ttl', 'expiry', 'expires', 'expiration', 'at', 'algorithm', 'alg', 'mode', 'method',
+  'scheme', 'policy', 'enabled', 'required', 'version', 'timeout', 'count', 'interval',
+]);
+/**
+ * Words before `key` that make it structural or public, not a credential: `label_key` and
+ * `sort_key` (a Kubernetes selector, an ordering), `public_key`, `host_key`, `authorized_keys`.
+ */
+const STRUCTURAL_KEY_QUALIFIERS = new Set([
+  'public', 'host', 'authorized', 'label', 'labels', 'sort', 'partition', 'primary', 'foreign', 'idempotency', 'cache', 'map', 'routing', 'object',
+  'range', 'lookup', 'index', 'unique', 'composite', 'match', 'selector', 'annotation', 'field', 'dict', 'row', 'column', 'group', 'topology', 'node',
+  'hash', 'shard', 'dedup', 'metadata', 'tag', 'json', 'yaml', 'config', 'param', 'parameter', 'env', 'dns', 'registry',
+]);
 
-/** Whether a parameter of this name holds a secret (snake_case or camelCase spellings). */
+/** Names configured as secrets (`secrets.extraNames`) and as never secrets (`secrets.neverNames`), lower case. */
+let extraNames = new Set<string>();
+let neverNames = new Set<string>();
+
+/**
+ * Adds names to the rule of {@link isSecretKey} (process-wide; from `secrets.extraNames` and
+ * `secrets.neverNames`): an extra name is always a secret, a never name never. Exact names,
+ * compared without regard to case.
+ */
+export function configureSecretNames(o: { extraNames?: readonly string[]; neverNames?: readonly string[] }): void {
+  extraNames = new Set((o.extraNames ?? []).map((n) => n.toLowerCase()));
+  neverNames = new Set((o.neverNames ?? []).map((n) => n.toLowerCase()));
+}
+
+/** The words of a name: snake_case, kebab-case, dotted and camelCase split, lower case, trailing digits dropped. */
+export function nameWords(key: string): string[] {
+  return key
+    .replace(/([a-z0-9])([A-Z])/g, '$1 $2')
+    .replace(/([A-Z]+)([A-Z][a-z])/g, '$1 $2')
+    .split(/[^A-Za-z0-9]+/)
+    .map((w) => w.toLowerCase().replace(/\d+$/, ''))
+    .filter((w) => w !== '');
+}
+
+/**
+ * Whether a parameter of this name holds a secret (docs/security.md, Secrets and files). In order:
+ * a `secrets.neverNames` name is not, a `secrets.extraNames` name is; a name whose last word
+ * describes a secret without holding it (`..._url`, `..._type`, `..._name`, `..._file`, `..._id`,
+ * ...) is not; a name with a secret word (password, passwd, passphrase, secret, token, credential,
+ * cred, bearer, cookie, authorization, kubeconfig, apikey, ...), or starting with `auth`, is; so is
+ * `<qualifier>_key` (`api_key`, `access_key`, `secret_key`, `private_key`, `ssh_key`, `sshPrivateKey`)
+ * unless the qualifier makes it structural or public (`label_key`, `sort_key`, `public_key`,
+ * `host_key`); a bare `key` is not.
+ */
 export function isSecretKey(key: string): boolean {
-  return SECRET_KEY.test(key) || CAMEL_SECRET.test(key);
+  const lower = key.toLowerCase();
+  if (neverNames.has(lower)) return false;
+  if (extraNames.has(lower)) return true;
+  const w = nameWords(key);
+  if (w.length === 0) return false;
+  if (DESCRIPTOR_WORDS.has(w[w.length - 1] as string)) return false;
+  for (let i = 0; i < w.length; i++) {
+    const word = w[i] as string;
+    if (SECRET_WORDS.has(word)) return true;
+    if (i > 0 && SECRET_WORDS.has(`${w[i - 1]}${word}`)) return true;
+    if (i > 0 && (word === 'key' || word === 'keys') && !STRUCTURAL_KEY_QUALIFIERS.has(w[i - 1] as string)) return true;
+  }
+  return AUTH_WORDS.has(w[0] as string);
 }
 
 type Tree = unknown;

@@ -20,9 +20,11 @@ import { vnfmError } from '../../errors.ts';
 import { checkReceiverAuth } from '../autoheal/fault-intake-routes.ts';
 import { isProbePath } from '../health.ts';
 import { credentialHash } from './cache.ts';
+import { FailureLimiter, clientKey } from './failure-limit.ts';
 import { type Presented, oauthErrorOf, presentedCredential, unauthorized } from './credentials.ts';
 import { KeystoneValidator } from './keystone.ts';
 import { OAuthService, TOKEN_PREFIX, certThumbprint } from './oauth2.ts';
+import { LocalPeerGate } from './peer-user.ts';
 import { oauthRoutes } from './oauth2-routes.ts';
 import { Policy, loadPolicyOverrides } from './policy.ts';
 import { ANONYMOUS, type Principal, rolesUpTo } from './principal.ts';
@@ -115,8 +117,10 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     const name = e.name ?? `token-${i + 1}`;
     staticTokens.set(credentialHash(e.token), { id: name, name, ...(e.project ? { project: e.project } : {}), roles: rolesUpTo((e.role ?? 'admin') as ApiRole), via: 'token' });
   });
-  const keystone = modes.has('keystone') ? new KeystoneValidator(config.auth.keystone) : undefined;
-  const oauth = modes.has('oauth2') ? new OAuthService(ctx.store.db, config.auth.oauth2) : undefined;
+  const failureCache = { ttlMs: config.auth.failureCacheMs, maxEntries: config.auth.failureCacheMaxEntries };
+  const keystone = modes.has('keystone') ? new KeystoneValidator(config.auth.keystone, failureCache) : undefined;
+  const oauth = modes.has('oauth2') ? new OAuthService(ctx.store.db, config.auth.oauth2, failureCache) : undefined;
+  const limiter = new FailureLimiter(config.auth.failureLimit);
   const mtlsClients = config.auth.mtls.clients.map((c) => ({ ...c, fingerprint256: c.fingerprint256?.replace(/:/g, '').toLowerCase() }));
   const tenantCheck = resourceTenantCheck(ctx.store.db, config.faultNotification.prefix, config.auth.tenancy);
   const faultPrefix = config.faultNotification.prefix;
@@ -125,35 +129,46 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     if (cnf !== null && cnf !== cert?.thumbprint) throw unauthorized('the token is bound to a client certificate that this request does not present', 'invalid_token');
   };
 
-  const tokenPrincipal = async (token: string, cert: PeerCert | undefined): Promise<Principal | null> => {
+  /**
+   * The principal of a token, or null when no mode knows it. `limited`: the client is over its
+   * failure limit; only what is known without an upstream round trip (static tokens, built-in
+   * OAuth 2.0 tokens, cached answers) is checked, and a token that would need one is refused
+   * with 429.
+   */
+  const tokenPrincipal = async (token: string, cert: PeerCert | undefined, limited = 0): Promise<Principal | null> => {
     if (modes.has('token')) {
       const p = staticTokens.get(credentialHash(token));
       if (p) return p;
     }
+    // the built-in server's tokens are checked locally (one indexed read): never limited
     if (oauth && token.startsWith(TOKEN_PREFIX)) {
       const r = await oauth.verify(token, cert?.thumbprint);
       if (!r) return null;
       checkCnf(r.cnf, cert);
       return r.principal;
     }
+    let unknown = false;
     if (keystone) {
-      const p = await keystone.validate(token);
+      const p = limited ? keystone.cached(token) : await keystone.validate(token);
       if (p) return p;
+      if (p === undefined) unknown = true;
     }
     if (oauth?.introspects) {
-      const r = await oauth.introspect(token);
+      const r = limited ? oauth.cached(token) : await oauth.introspect(token);
       if (r) {
         checkCnf(r.cnf, cert);
         return r.principal;
       }
+      if (r === undefined) unknown = true;
     }
+    if (unknown) throw tooManyFailures(limited);
     return null;
   };
 
-  const authenticate = async (req: FastifyRequest, cred: Presented): Promise<Principal> => {
+  const authenticate = async (req: FastifyRequest, cred: Presented, limited: number): Promise<Principal> => {
     const cert = modes.has('mtls') || modes.has('oauth2') ? peerCert(req) : undefined;
     if (cred.kind === 'token') {
-      const p = await tokenPrincipal(cred.token, cert);
+      const p = await tokenPrincipal(cred.token, cert, limited);
       if (!p) throw unauthorized('the token is not valid (unknown, expired, revoked or forged)', 'invalid_token');
       return p;
     }
@@ -174,6 +189,8 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
   };
 
   const unauthenticated = modes.has('none');
+  // apiAuth none: a caller on this host is trusted only as the VNFM's own OS user, root or a listed uid
+  const localPeers = unauthenticated ? new LocalPeerGate(new Set([0, ...(typeof process.getuid === 'function' ? [process.getuid()] : []), ...config.auth.trustedLocalUids])) : undefined;
   app.addHook('onRequest', async (req, reply) => {
     const url = req.routeOptions.url;
     const path = url ?? (req.url.split('?')[0] as string);
@@ -189,6 +206,10 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
       }
     }
     if (unauthenticated) {
+      if (localPeers && !isProbePath(path)) {
+        const t = await localPeers.check(req.raw.socket);
+        if (!t.trusted) throw vnfmError('VNFM_ERR_API_FORBIDDEN', `loopback callers of another OS user are not trusted with apiAuth none (${t.why}); configure an API authentication mode (apiAuth token, keystone, oauth2 or mtls)`);
+      }
       req.principal = ANONYMOUS;
       return;
     }
@@ -202,10 +223,19 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     }
     if (need === 'open') return;
     let principal: Principal;
+    const client = clientKey(req.ip);
+    const limited = limiter.retryAfterSeconds(client);
+    let cred: Presented = { kind: 'none' };
     try {
-      principal = await authenticate(req, presentedCredential(req.headers, config.auth.maxCredentialBytes, req.raw.rawHeaders));
+      cred = presentedCredential(req.headers, config.auth.maxCredentialBytes, req.raw.rawHeaders);
+      principal = await authenticate(req, cred, limited);
     } catch (e) {
-      if ((e as { httpStatus?: number }).httpStatus === 401) reply.header('www-authenticate', challenge(oauthErrorOf(e)));
+      const status = (e as { httpStatus?: number }).httpStatus;
+      if (status === 401) {
+        reply.header('www-authenticate', challenge(oauthErrorOf(e)));
+        // a presented credential that failed (not a missing one) counts against the client's address
+        if (cred.kind !== 'none' || req.headers.authorization !== undefined || req.headers['x-auth-token'] !== undefined) limiter.fail(client);
+      } else if (status === 429) reply.header('retry-after', String(limited));
       throw e;
     }
     req.principal = principal;
@@ -228,6 +258,11 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
 
   if (oauth) await oauthRoutes(app, oauth, ctx);
   return { verify };
+}
+
+/** The 429 of a client over `auth.failureLimit`. */
+function tooManyFailures(retryAfterSeconds: number): Error {
+  return vnfmError('VNFM_ERR_API_TOO_MANY_FAILURES', `too many failed authentications from this client address (auth.failureLimit); retry after ${retryAfterSeconds} s`);
 }
 
 function describeMode(m: ApiAuthMode): string {

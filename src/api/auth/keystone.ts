@@ -3,8 +3,10 @@
  * (`GET /v3/auth/tokens` with `X-Subject-Token`), authenticated as the VNFM's own service user.
  * User, project and roles come from the token; Keystone role names map to VNFM roles through
  * `auth.keystone.roleMap`. A validated token is cached until it expires or `cacheTtlMs` passes
- * (bounded); an invalid one for a few seconds, so a client retrying a bad token does not load
- * Keystone. Concurrent validations of one token share one Keystone request.
+ * (bounded); an invalid one for `auth.failureCacheMs` in a cache of its own (bounded by
+ * `auth.failureCacheMaxEntries`, so a flood of bad tokens never pushes valid ones out), so a client
+ * retrying a bad token does not load Keystone. Concurrent validations of one token share one
+ * Keystone request.
  */
 import type { AuthConfig } from '../../config.ts';
 import { vnfmError } from '../../errors.ts';
@@ -20,17 +22,37 @@ interface KeystoneToken {
   roles?: { name?: string }[];
 }
 
-/** How long a token Keystone refused stays refused without asking again. */
-const NEGATIVE_TTL_MS = 5000;
+/** How long, and how many, refused tokens are remembered. */
+export interface FailureCacheSettings {
+  ttlMs: number;
+  maxEntries: number;
+}
+export const DEFAULT_FAILURE_CACHE: FailureCacheSettings = { ttlMs: 5000, maxEntries: 10_000 };
 
 export class KeystoneValidator {
-  private readonly cache: ExpiringCache<Principal | null>;
+  private readonly cache: ExpiringCache<Principal>;
+  private readonly refused: ExpiringCache<true>;
   private readonly inflight = new Map<string, Promise<Principal | null>>();
   private service: { token: string; until: number } | undefined;
   private serviceInflight: Promise<string> | undefined;
 
-  constructor(private readonly s: KeystoneSettings) {
+  constructor(
+    private readonly s: KeystoneSettings,
+    private readonly failures: FailureCacheSettings = DEFAULT_FAILURE_CACHE,
+  ) {
     this.cache = new ExpiringCache(s.cacheMaxEntries);
+    this.refused = new ExpiringCache(Math.max(1, failures.maxEntries));
+  }
+
+  /** What is known of a token without asking Keystone: its principal, null (refused lately) or undefined (unknown). */
+  cached(token: string): Principal | null | undefined {
+    const key = credentialHash(token);
+    return this.cache.get(key) ?? (this.refused.get(key) ? null : undefined);
+  }
+
+  private refuse(key: string): null {
+    if (this.failures.ttlMs > 0) this.refused.set(key, true, Date.now() + this.failures.ttlMs);
+    return null;
   }
 
   private get base(): string {
@@ -42,6 +64,7 @@ export class KeystoneValidator {
     const key = credentialHash(token);
     const hit = this.cache.get(key);
     if (hit !== undefined) return hit;
+    if (this.refused.get(key)) return null;
     let p = this.inflight.get(key);
     if (!p) {
       p = this.fetchPrincipal(token, key).finally(() => this.inflight.delete(key));
@@ -55,8 +78,7 @@ export class KeystoneValidator {
     if (res.status === 401) res = await this.check(token, await this.serviceToken(true));
     if (res.status === 404 || res.status === 401) {
       await res.body?.cancel();
-      this.cache.set(key, null, Date.now() + NEGATIVE_TTL_MS);
-      return null;
+      return this.refuse(key);
     }
     if (res.status !== 200) {
       await res.body?.cancel();
@@ -65,10 +87,7 @@ export class KeystoneValidator {
     const t = ((await res.json()) as { token?: KeystoneToken }).token ?? {};
     const expires = t.expires_at ? Date.parse(t.expires_at) : NaN;
     const now = Date.now();
-    if (Number.isFinite(expires) && expires <= now) {
-      this.cache.set(key, null, now + NEGATIVE_TTL_MS);
-      return null;
-    }
+    if (Number.isFinite(expires) && expires <= now) return this.refuse(key);
     const mapped = (t.roles ?? []).map((r) => (r.name ? this.s.roleMap[r.name] ?? this.s.roleMap[r.name.toLowerCase()] : undefined)).filter((r) => r !== undefined);
     const top = strongest(mapped);
     const principal: Principal = {

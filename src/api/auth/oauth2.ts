@@ -27,6 +27,7 @@ import { type ApiRole, API_ROLES, type AuthConfig } from '../../config.ts';
 import { vnfmError } from '../../errors.ts';
 import type { Database } from '../../store/schema.ts';
 import { ExpiringCache, credentialHash } from './cache.ts';
+import { DEFAULT_FAILURE_CACHE, type FailureCacheSettings } from './keystone.ts';
 import { type Principal, rolesUpTo, strongest } from './principal.ts';
 
 const scrypt = promisify(scryptCb) as (pw: string, salt: Buffer, len: number, opts: { N: number; r: number; p: number }) => Promise<Buffer>;
@@ -90,7 +91,10 @@ type OAuthSettings = AuthConfig['oauth2'];
 /** The built-in authorization server and the introspection client. */
 export class OAuthService {
   private readonly tokens = new ExpiringCache<CachedToken | null>(10_000);
-  private readonly introspected = new ExpiringCache<{ principal: Principal; cnf: string | null } | null>(10_000);
+  private readonly introspected = new ExpiringCache<{ principal: Principal; cnf: string | null }>(10_000);
+  /** Tokens the external server said are not active, kept apart so they never push active ones out. */
+  private readonly inactive: ExpiringCache<true>;
+  private readonly introspecting = new Map<string, Promise<{ principal: Principal; cnf: string | null } | null>>();
   /** A client's dummy hash, compared against when the client id is unknown (same timing). */
   private dummyHash: Promise<string> | undefined;
   /** The revocation generation the token cache was filled under, and when it was last read. */
@@ -100,7 +104,16 @@ export class OAuthService {
   constructor(
     private readonly db: Kysely<Database>,
     private readonly s: OAuthSettings,
-  ) {}
+    private readonly failures: FailureCacheSettings = DEFAULT_FAILURE_CACHE,
+  ) {
+    this.inactive = new ExpiringCache(Math.max(1, failures.maxEntries));
+  }
+
+  /** What is known of an external token without introspecting it: the cached answer, null (refused lately) or undefined. */
+  cached(token: string): { principal: Principal; cnf: string | null } | null | undefined {
+    const key = credentialHash(token);
+    return this.introspected.get(key) ?? (this.inactive.get(key) ? null : undefined);
+  }
 
   /** Registers a client; the secret is returned once, only its hash is stored. */
   async register(input: { name: string; role: ApiRole; project?: string; certificateBound?: boolean }): Promise<OAuthClient & { clientSecret: string }> {
@@ -186,7 +199,7 @@ export class OAuthService {
         .executeTakeFirst();
       const exp = row ? new Date(row.expires_at).getTime() : 0;
       if (!row || exp <= Date.now()) {
-        this.tokens.set(key, null, Date.now() + 5000);
+        if (this.failures.ttlMs > 0) this.tokens.set(key, null, Date.now() + this.failures.ttlMs);
         return null;
       }
       hit = {
@@ -227,6 +240,17 @@ export class OAuthService {
     const key = credentialHash(token);
     const hit = this.introspected.get(key);
     if (hit !== undefined) return hit;
+    if (this.inactive.get(key)) return null;
+    // concurrent requests with one token share one introspection
+    let p = this.introspecting.get(key);
+    if (!p) {
+      p = this.introspectNow(token, key).finally(() => this.introspecting.delete(key));
+      this.introspecting.set(key, p);
+    }
+    return p;
+  }
+
+  private async introspectNow(token: string, key: string): Promise<{ principal: Principal; cnf: string | null } | null> {
     const i = this.s.introspection;
     let res: Response;
     try {
@@ -251,7 +275,7 @@ export class OAuthService {
     const now = Date.now();
     const exp = typeof b.exp === 'number' ? b.exp * 1000 : now + i.cacheTtlMs;
     if (b.active !== true || exp <= now) {
-      this.introspected.set(key, null, now + 5000);
+      if (this.failures.ttlMs > 0) this.inactive.set(key, true, now + this.failures.ttlMs);
       return null;
     }
     const scopes = typeof b.scope === 'string' ? b.scope.split(' ').filter(Boolean) : [];

@@ -92,7 +92,9 @@ describe('auth header fuzz (token + oauth2 + keystone)', () => {
     keystone.tokens.set('ks-valid', { id: 'u1', name: 'u1', project: 'p1', roles: ['reader'] });
     vnfm = await testVnfm({
       listen: true,
-      config: { apiAuth: ['token', 'oauth2', 'keystone'], apiTokens: [{ token: STATIC, role: 'reader' }], auth: { keystone: { authUrl: url, username: 'svc', password: 'svc-pw-77', projectName: 'service' } } },
+      // every fuzzed request fails from one address: the per-address failure limit (429, its own
+      // test in test/security/auth-failures.test.ts) is off so each one reaches the parsers
+      config: { apiAuth: ['token', 'oauth2', 'keystone'], apiTokens: [{ token: STATIC, role: 'reader' }], auth: { failureLimit: { burst: 0, perMinute: 60, maxClients: 10_000 }, keystone: { authUrl: url, username: 'svc', password: 'svc-pw-77', projectName: 'service' } } },
     });
     client = await new OAuthService(vnfm.store.db, vnfm.ctx.config.auth.oauth2).register({ name: 'fuzz', role: 'operator' });
   });

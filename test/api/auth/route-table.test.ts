@@ -346,7 +346,9 @@ for (const mode of MODES) {
       vnfm = await testVnfm({
         listen: Boolean(mode.https),
         plugins: [(ctx) => ctx.engine?.drivers.register(fake)],
-        config: { ...(await mode.config()), notifications: { testCallback: false }, runner: { pollMs: 20 } } as ConfigInput,
+        // every route is called with wrong credentials from one address: the per-address failure
+        // limit (test/security/auth-failures.test.ts) is off so each gets its 401
+        config: await mode.config().then((c) => ({ ...c, auth: { ...(c as { auth?: object }).auth, failureLimit: { burst: 0, perMinute: 60, maxClients: 10_000 } }, notifications: { testCallback: false }, runner: { pollMs: 20 } }) as ConfigInput),
       });
       creds = await mode.creds(vnfm);
       // project A's VNF package and VIM, created by A's operator (they belong to project A)
