@@ -285,7 +285,12 @@ export interface VnfmConfig {
     retryForMs: number;
     /** First back-off; doubles per attempt up to maxBackoffMs. @default 500 */
     backoffMs: number;
-    /** Longest pause between two attempts. @default 300000 (5 min) */
+    /**
+     * Longest pause between two attempts of one subscription (its head notification; jitter
+     * +-25 %). It bounds how late a subscriber that comes back gets its first delivery (at most
+     * 1.25 x this after it answers again) and what a dead subscriber costs (one request per
+     * 0.75-1.25 x this per subscription, whatever the number of notifications waiting). @default 20000 (20 s)
+     */
     maxBackoffMs: number;
     /** Send GET to the callback URI at subscription time and require 204. @default true */
     testCallback: boolean;
@@ -476,7 +481,7 @@ export function defaultConfig(): VnfmConfig {
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
     runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
-    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
+    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 20_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
     grants: {
       mode: 'local',
       endpoint: undefined,
