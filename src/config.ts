@@ -271,6 +271,13 @@ export interface VnfmConfig {
      * @default 30000
      */
     shutdownGraceMs: number;
+    /**
+     * A stop (SIGTERM/SIGINT) always ends within `shutdownGraceMs` + this: the aborted operations
+     * reaching a safe point, the HTTP server, the workers, the simulated cloud and the database
+     * closing. Past it the process logs the stop steps still pending and exits with code 1.
+     * @default 20000
+     */
+    shutdownMarginMs: number;
   };
   /** Notification delivery. */
   notifications: {
@@ -480,7 +487,7 @@ export function defaultConfig(): VnfmConfig {
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
-    runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
+    runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000, shutdownMarginMs: 20_000 },
     notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 20_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
     grants: {
       mode: 'local',
@@ -562,6 +569,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
+  VNFM_SHUTDOWN_MARGIN_MS: ['runner.shutdownMarginMs', 'number'],
   VNFM_STEP_MAX_ATTEMPTS: ['runner.stepRetries.maxAttempts', 'number'],
   VNFM_KUBERNETES_CREATE_NAMESPACE: ['vim.kubernetesCreateNamespace', 'boolean'],
   VNFM_MGMT_SCRIPT_TIMEOUT_MS: ['mgmt.scriptTimeoutMs', 'number'],
@@ -836,6 +844,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isFinite(r.stepRetries.baseDelayMs) || r.stepRetries.baseDelayMs < 0) throw new ConfigError('runner.stepRetries.baseDelayMs must be >= 0');
   if (!Number.isFinite(r.stepRetries.maxDelayMs) || r.stepRetries.maxDelayMs < r.stepRetries.baseDelayMs) throw new ConfigError('runner.stepRetries.maxDelayMs must be >= runner.stepRetries.baseDelayMs');
   if (!Number.isFinite(r.shutdownGraceMs) || r.shutdownGraceMs < 0) throw new ConfigError('runner.shutdownGraceMs must be >= 0');
+  if (!Number.isFinite(r.shutdownMarginMs) || r.shutdownMarginMs < 1000) throw new ConfigError('runner.shutdownMarginMs must be >= 1000');
   for (const k of ['maxFileBytes', 'maxVnfdBytes', 'maxTotalBytes', 'maxEntries', 'maxOldGenerationSizeMb', 'onboardTimeoutMs', 'maxConcurrentOnboardings', 'busyRetryAfterSeconds'] as const) {
     if (!Number.isInteger(cfg.packages[k]) || cfg.packages[k] < 1) throw new ConfigError(`packages.${k} must be an integer >= 1`);
   }
