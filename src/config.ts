@@ -248,6 +248,13 @@ export interface VnfmConfig {
     workerId: string;
     /** Lease duration. @default 30000 */
     leaseMs: number;
+    /**
+     * How long after a lease ran out (database clock) another runner may take the op over: a
+     * holder that is alive but late with its renewal (a loaded host, a long GC pause) keeps the op
+     * if it renews within this. A lease given back (shutdown, step retry) is claimable at once.
+     * @default 5000
+     */
+    leaseGraceMs: number;
     /** Poll interval when idle (new work also wakes the runner at once). @default 500 */
     pollMs: number;
     /** Max concurrent operations in this process. @default 8 */
@@ -487,7 +494,7 @@ export function defaultConfig(): VnfmConfig {
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
-    runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000, shutdownMarginMs: 20_000 },
+    runner: { workerId: '', leaseMs: 30_000, leaseGraceMs: 5_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000, shutdownMarginMs: 20_000 },
     notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 20_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
     grants: {
       mode: 'local',
@@ -568,6 +575,7 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LAB_SERVICE_HOSTS: ['lab.serviceHosts', 'boolean'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
+  VNFM_LEASE_GRACE_MS: ['runner.leaseGraceMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
   VNFM_SHUTDOWN_MARGIN_MS: ['runner.shutdownMarginMs', 'number'],
   VNFM_STEP_MAX_ATTEMPTS: ['runner.stepRetries.maxAttempts', 'number'],
@@ -838,6 +846,7 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isInteger(cfg.sync.settleAttempts) || cfg.sync.settleAttempts < 1) throw new ConfigError('sync.settleAttempts must be an integer >= 1');
   const r = cfg.runner;
   if (!Number.isInteger(r.leaseMs) || r.leaseMs < 100) throw new ConfigError('runner.leaseMs must be an integer >= 100');
+  if (!Number.isInteger(r.leaseGraceMs) || r.leaseGraceMs < 0) throw new ConfigError('runner.leaseGraceMs must be an integer >= 0');
   if (!Number.isInteger(r.pollMs) || r.pollMs < 1) throw new ConfigError('runner.pollMs must be an integer >= 1');
   if (!Number.isInteger(r.concurrency) || r.concurrency < 1) throw new ConfigError('runner.concurrency must be an integer >= 1');
   if (!Number.isInteger(r.stepRetries.maxAttempts) || r.stepRetries.maxAttempts < 1) throw new ConfigError('runner.stepRetries.maxAttempts must be an integer >= 1');
