@@ -12,7 +12,7 @@ import { stopWithDeadline } from '../../src/main/shutdown.ts';
 import { testVnfm } from '../helpers/app.ts';
 import { guard } from '../helpers/wait.ts';
 
-it('a stop step that never resolves: the process exits 1 at grace + margin, the log names the stuck step', { timeout: 120_000 }, async () => {
+it('a stop step that never resolves: the process exits 1 at grace + margin, the log names the stuck step', { timeout: 600_000 }, async () => {
   let stopCalled!: () => void;
   const stopReached = new Promise<void>((r) => (stopCalled = r));
   const neverStops: VnfmPlugin = () => ({
@@ -26,9 +26,9 @@ it('a stop step that never resolves: the process exits 1 at grace + margin, the 
   let exited!: (code: number) => void;
   const exitCode = new Promise<number>((r) => (exited = r));
   void stopWithDeadline(vnfm, { deadlineMs: cfg.shutdownGraceMs + cfg.shutdownMarginMs, log: vnfm.ctx.log, exit: exited });
-  await guard('the stop to reach the stuck step', stopReached, 30_000);
+  await guard('the stop to reach the stuck step', stopReached, 120_000);
   assert.deepEqual(vnfm.pendingStopSteps(), ['plugin neverStops']);
-  const code = await guard('the deadline to end the stop (hang guard)', exitCode, 60_000);
+  const code = await guard('the deadline to end the stop (hang guard)', exitCode, 120_000);
   assert.equal(code, 1);
   const line = vnfm.logs.map((l) => JSON.parse(l)).find((l) => /stop did not finish/.test(l.msg));
   assert.ok(line, 'the deadline is logged');
@@ -39,7 +39,7 @@ it('a stop step that never resolves: the process exits 1 at grace + margin, the 
   await vnfm.store.close();
 });
 
-it('a stop that finishes exits 0 with "stopped", and the deadline does not fire afterwards', { timeout: 120_000 }, async () => {
+it('a stop that finishes exits 0 with "stopped", and the deadline does not fire afterwards', { timeout: 600_000 }, async () => {
   const vnfm = await testVnfm({ config: { runner: { shutdownGraceMs: 1000, shutdownMarginMs: 1000 } } });
   const codes: number[] = [];
   await stopWithDeadline(vnfm, { deadlineMs: 2000, log: vnfm.ctx.log, exit: (c) => codes.push(c) });
