@@ -282,6 +282,13 @@ export interface VnfmConfig {
     workerId: string;
     /** Lease duration. @default 30000 */
     leaseMs: number;
+    /**
+     * How long after a lease ran out (database clock) another runner may take the op over: a
+     * holder that is alive but late with its renewal (a loaded host, a long GC pause) keeps the op
+     * if it renews within this. A lease given back (shutdown, step retry) is claimable at once.
+     * @default 5000
+     */
+    leaseGraceMs: number;
     /** Poll interval when idle (new work also wakes the runner at once). @default 500 */
     pollMs: number;
     /** Max concurrent operations in this process. @default 8 */
@@ -305,6 +312,13 @@ export interface VnfmConfig {
      * @default 30000
      */
     shutdownGraceMs: number;
+    /**
+     * A stop (SIGTERM/SIGINT) always ends within `shutdownGraceMs` + this: the aborted operations
+     * reaching a safe point, the HTTP server, the workers, the simulated cloud and the database
+     * closing. Past it the process logs the stop steps still pending and exits with code 1.
+     * @default 20000
+     */
+    shutdownMarginMs: number;
   };
   /** Notification delivery. */
   notifications: {
@@ -319,7 +333,12 @@ export interface VnfmConfig {
     retryForMs: number;
     /** First back-off; doubles per attempt up to maxBackoffMs. @default 500 */
     backoffMs: number;
-    /** Longest pause between two attempts. @default 300000 (5 min) */
+    /**
+     * Longest pause between two attempts of one subscription (its head notification; jitter
+     * +-25 %). It bounds how late a subscriber that comes back gets its first delivery (at most
+     * 1.25 x this after it answers again) and what a dead subscriber costs (one request per
+     * 0.75-1.25 x this per subscription, whatever the number of notifications waiting). @default 20000 (20 s)
+     */
     maxBackoffMs: number;
     /** Send GET to the callback URI at subscription time and require 204. @default true */
     testCallback: boolean;
@@ -520,8 +539,8 @@ export function defaultConfig(): VnfmConfig {
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
     lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
-    runner: { workerId: '', leaseMs: 30_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000 },
-    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 300_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
+    runner: { workerId: '', leaseMs: 30_000, leaseGraceMs: 5_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000, shutdownMarginMs: 20_000 },
+    notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 20_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
     grants: {
       mode: 'local',
       endpoint: undefined,
@@ -608,7 +627,9 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LAB_SERVICE_HOSTS: ['lab.serviceHosts', 'boolean'],
   VNFM_WORKER_ID: ['runner.workerId', 'string'],
   VNFM_LEASE_MS: ['runner.leaseMs', 'number'],
+  VNFM_LEASE_GRACE_MS: ['runner.leaseGraceMs', 'number'],
   VNFM_SHUTDOWN_GRACE_MS: ['runner.shutdownGraceMs', 'number'],
+  VNFM_SHUTDOWN_MARGIN_MS: ['runner.shutdownMarginMs', 'number'],
   VNFM_STEP_MAX_ATTEMPTS: ['runner.stepRetries.maxAttempts', 'number'],
   VNFM_KUBERNETES_CREATE_NAMESPACE: ['vim.kubernetesCreateNamespace', 'boolean'],
   VNFM_MGMT_SCRIPT_TIMEOUT_MS: ['mgmt.scriptTimeoutMs', 'number'],
@@ -898,12 +919,14 @@ export function resolveConfig(layers: { file?: string | undefined; env?: Record<
   if (!Number.isInteger(cfg.sync.settleAttempts) || cfg.sync.settleAttempts < 1) throw new ConfigError('sync.settleAttempts must be an integer >= 1');
   const r = cfg.runner;
   if (!Number.isInteger(r.leaseMs) || r.leaseMs < 100) throw new ConfigError('runner.leaseMs must be an integer >= 100');
+  if (!Number.isInteger(r.leaseGraceMs) || r.leaseGraceMs < 0) throw new ConfigError('runner.leaseGraceMs must be an integer >= 0');
   if (!Number.isInteger(r.pollMs) || r.pollMs < 1) throw new ConfigError('runner.pollMs must be an integer >= 1');
   if (!Number.isInteger(r.concurrency) || r.concurrency < 1) throw new ConfigError('runner.concurrency must be an integer >= 1');
   if (!Number.isInteger(r.stepRetries.maxAttempts) || r.stepRetries.maxAttempts < 1) throw new ConfigError('runner.stepRetries.maxAttempts must be an integer >= 1');
   if (!Number.isFinite(r.stepRetries.baseDelayMs) || r.stepRetries.baseDelayMs < 0) throw new ConfigError('runner.stepRetries.baseDelayMs must be >= 0');
   if (!Number.isFinite(r.stepRetries.maxDelayMs) || r.stepRetries.maxDelayMs < r.stepRetries.baseDelayMs) throw new ConfigError('runner.stepRetries.maxDelayMs must be >= runner.stepRetries.baseDelayMs');
   if (!Number.isFinite(r.shutdownGraceMs) || r.shutdownGraceMs < 0) throw new ConfigError('runner.shutdownGraceMs must be >= 0');
+  if (!Number.isFinite(r.shutdownMarginMs) || r.shutdownMarginMs < 1000) throw new ConfigError('runner.shutdownMarginMs must be >= 1000');
   for (const k of ['maxFileBytes', 'maxVnfdBytes', 'maxTotalBytes', 'maxEntries', 'maxOldGenerationSizeMb', 'onboardTimeoutMs', 'maxConcurrentOnboardings', 'maxConcurrentOnboardingsPerCaller', 'busyRetryAfterSeconds'] as const) {
     if (!Number.isInteger(cfg.packages[k]) || cfg.packages[k] < 1) throw new ConfigError(`packages.${k} must be an integer >= 1`);
   }

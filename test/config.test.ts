@@ -21,10 +21,10 @@ it('requires a shared secret key with PostgreSQL', () => {
   assert.equal(resolveConfig({ flags: { databaseUrl: 'postgres://db/vnfm', secretKey: '11'.repeat(32) } }).databaseUrl, 'postgres://db/vnfm');
 });
 
-it('notifications are retried for a duration: retryForMs (24 h) and maxBackoffMs (5 min) by default; the former maxAttempts is refused with its replacement named', () => {
+it('notifications are retried for a duration: retryForMs (24 h) and maxBackoffMs (20 s) by default; the former maxAttempts is refused with its replacement named', () => {
   const c = resolveConfig({});
   assert.equal(c.notifications.retryForMs, 24 * 3_600_000);
-  assert.equal(c.notifications.maxBackoffMs, 300_000);
+  assert.equal(c.notifications.maxBackoffMs, 20_000);
   assert.equal(resolveConfig({ env: { VNFM_NOTIFICATION_RETRY_FOR_MS: '600000' } }).notifications.retryForMs, 600_000);
   assert.throws(() => resolveConfig({ flags: { notifications: { maxAttempts: 10 } } as never }), /maxAttempts was replaced by notifications.retryForMs/);
   assert.throws(() => resolveConfig({ flags: { notifications: { retryForMs: -1 } } }), /notifications.retryForMs/);

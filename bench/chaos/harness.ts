@@ -10,6 +10,7 @@
  * notification subscriber (also in this process). See docs/reliability.md for the invariants.
  */
 import { randomBytes } from 'node:crypto';
+import { spawn } from 'node:child_process';
 import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { cpus, loadavg, tmpdir } from 'node:os';
@@ -52,6 +53,13 @@ export interface ChaosOptions {
   quiesceMs?: number;
   /** Pause between two operations of one instance's driver (ms). @default [1000, 4000] */
   thinkMs?: [number, number];
+  /**
+   * CPU load during the chaos phase: this many busy-loop processes (and the highest 1-minute load
+   * average seen is reported, with the highest lease epoch of an op). @default 0
+   */
+  cpuHogs?: number;
+  /** Lease of the replicas' ops (ms). @default 5000 */
+  leaseMs?: number;
   /** Keep the work directory (logs) at the end. @default true */
   keepLogs?: boolean;
   /** Progress lines. @default console.error */
@@ -95,6 +103,10 @@ export interface ChaosReport {
   violations: number;
   workDir: string;
   machine: { cpus: number; loadavg: number[] };
+  /** Busy-loop processes during the chaos, and the highest 1-minute load average seen meanwhile. */
+  load: { cpuHogs: number; maxLoadavg1: number };
+  /** Highest `lease_epoch` of an op occ (claims of one op; PostgreSQL only, else 0), and ops claimed more than 3 times. */
+  leaseEpochs: { max: number; over3: number };
 }
 
 interface Replica {
@@ -191,6 +203,8 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     violations: 0,
     workDir: work,
     machine: { cpus: cpus().length, loadavg: loadavg().map((x) => Math.round(x * 100) / 100) },
+    load: { cpuHogs: opts.cpuHogs ?? 0, maxLoadavg1: 0 },
+    leaseEpochs: { max: 0, over3: 0 },
   };
   /** Times of disruptions (kills, subscriber outage) that may explain an at-least-once redelivery. */
   const disruptions: { from: number; to: number; what: string }[] = [];
@@ -266,7 +280,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
 
     // ---- VNFM replicas
     const secret = randomBytes(32).toString('hex');
-    const leaseMs = 5000;
+    const leaseMs = opts.leaseMs ?? 5000;
     const cfgFile = join(work, 'vnfm.json');
     writeFileSync(
       cfgFile,
@@ -737,8 +751,16 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     };
 
     const poller = journalPoller();
+    // CPU load: busy loops next to the replicas for the chaos phase, the load average sampled
+    const hogs = Array.from({ length: opts.cpuHogs ?? 0 }, () => spawn(process.execPath, ['-e', 'for(;;){}'], { stdio: 'ignore' }));
+    const loadSampler = setInterval(() => (report.load.maxLoadavg1 = Math.max(report.load.maxLoadavg1, Math.round((loadavg()[0] ?? 0) * 100) / 100)), 2000);
     tasks.push(...instances.map(driver), killer(), vimFaults(), subscriberOutage(), progress());
-    await Promise.all(tasks);
+    try {
+      await Promise.all(tasks);
+    } finally {
+      clearInterval(loadSampler);
+      for (const h of hogs) h.kill('SIGKILL');
+    }
     say(`chaos over: ${requested.length} ops accepted by this harness, ${report.kills} kills`);
 
     // ---- quiescence
@@ -1038,6 +1060,16 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
       const extra = [...actual].filter((x) => !stored.has(x));
       if (missing.length || extra.length) i5.violations.push(`${me.kind} ${me.id}: stored but not at the VIM [${missing.join(', ')}]; at the VIM but not stored [${extra.join(', ')}]`);
     }
+    if (databaseUrl) {
+      const c = new pg.Client({ connectionString: databaseUrl });
+      await c.connect();
+      try {
+        const r = await c.query<{ max: number | null; over3: string }>('select max(lease_epoch) as max, count(*) filter (where lease_epoch > 3) as over3 from op_occ');
+        report.leaseEpochs = { max: Number(r.rows[0]?.max ?? 0), over3: Number(r.rows[0]?.over3 ?? 0) };
+      } finally {
+        await c.end();
+      }
+    }
     report.violations = report.invariants.reduce((s, x) => s + x.violations.length, 0);
     report.machine.loadavg = loadavg().map((x) => Math.round(x * 100) / 100);
     return report;
@@ -1091,6 +1123,8 @@ export function formatReport(r: ChaosReport): string {
   row('automatic heals retried after the chaos (FAILED_TEMP, retried as an operator would)', r.autoHealsRetried);
   row('FAILED_TEMP at the end', r.failedTemp.length);
   row('machine', `${r.machine.cpus} cores, load average at the end ${r.machine.loadavg.join(' ')}`);
+  row('CPU load during the chaos', `${r.load.cpuHogs} busy-loop process(es), highest 1-min load average ${r.load.maxLoadavg1}`);
+  row('lease epochs (claims of one op; PostgreSQL)', `highest ${r.leaseEpochs.max}, ops claimed more than 3 times: ${r.leaseEpochs.over3}`);
   lines.push('', '| invariant | checked | violations |', '| --- | --- | --- |');
   for (const i of r.invariants) lines.push(`| ${i.name} | ${i.checked} | ${i.violations.length} |`);
   for (const i of r.invariants) {

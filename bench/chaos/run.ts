@@ -2,6 +2,7 @@
  * Chaos run from the command line (see docs/reliability.md):
  *
  *   npx tsx bench/chaos/run.ts [--minutes 10] [--replicas 3] [--db pg|pglite] [--seed S] [--pg-url URL]
+ *       [--cpu-hogs N] [--lease-ms 5000]
  *
  * Prints the figures and the invariants table; exits 1 on any violation.
  */
@@ -18,6 +19,8 @@ const { values } = parseArgs({
     vms: { type: 'string', default: '3' },
     cnfs: { type: 'string', default: '2' },
     json: { type: 'string' },
+    'cpu-hogs': { type: 'string', default: '0' },
+    'lease-ms': { type: 'string', default: '5000' },
   },
 });
 for (const sig of ['SIGINT', 'SIGTERM'] as const) {
@@ -35,6 +38,8 @@ const report = await runChaos({
   ...(values['pg-url'] ? { pgUrl: values['pg-url'] } : {}),
   vmInstances: Number(values.vms),
   cnfInstances: Number(values.cnfs),
+  cpuHogs: Number(values['cpu-hogs']),
+  leaseMs: Number(values['lease-ms']),
 });
 console.log(formatReport(report));
 if (values.json) (await import('node:fs')).writeFileSync(values.json, JSON.stringify(report, null, 2));

@@ -9,6 +9,7 @@ import type { EngineContext } from '../lcm/engine.ts';
 import { startVnfm } from '../main/server.ts';
 import { checkLabPrerequisites, LabStartError } from '../main/lab.ts';
 import { SimStateUnusableError } from '../main/sim-cloud.ts';
+import { stopWithDeadline } from '../main/shutdown.ts';
 import { DataDirLockedError } from '../store/data-dir-lock.ts';
 
 const program = new Command();
@@ -82,9 +83,9 @@ program
         return;
       }
       stopping = true;
-      vnfm.ctx.log.info({ signal, graceMs: config.runner.shutdownGraceMs }, 'stopping: no new operations are claimed; running ones get the grace period');
-      await vnfm.close();
-      process.exit(0);
+      const deadlineMs = config.runner.shutdownGraceMs + config.runner.shutdownMarginMs;
+      vnfm.ctx.log.info({ signal, graceMs: config.runner.shutdownGraceMs, deadlineMs }, 'stopping: no new operations are claimed; running ones get the grace period');
+      await stopWithDeadline(vnfm, { deadlineMs, log: vnfm.ctx.log });
     };
     process.on('SIGINT', () => void stop('SIGINT'));
     process.on('SIGTERM', () => void stop('SIGTERM'));

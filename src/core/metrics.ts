@@ -15,6 +15,7 @@ export class VnfmMetrics {
   readonly lcmInflight = new Gauge({ name: 'vnfm_lcm_op_inflight', help: 'Operations being executed by this process', registers: [this.registry] });
   readonly stepRetries = new Counter({ name: 'vnfm_lcm_step_retries_total', help: 'Automatic retries of an LCM step after a retryable failure, by operation and step', labelNames: ['operation', 'step'] as const, registers: [this.registry] });
   readonly leaseLosses = new Counter({ name: 'vnfm_lcm_lease_lost_total', help: 'Operations this process stopped because its lease was lost or could not be renewed', registers: [this.registry] });
+  readonly leaseRenewal = new Histogram({ name: 'vnfm_lcm_lease_renewal_seconds', help: 'Time from when a lease heartbeat was due to when its renewal was confirmed by the database (timer lateness + queueing + query); near leaseMs means the lease is at risk', buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30], registers: [this.registry] });
   readonly heals = new Counter({ name: 'vnfm_heal_total', help: 'Heal operations by trigger and result', labelNames: ['trigger', 'result'] as const, registers: [this.registry] });
   readonly notifications = new Counter({ name: 'vnfm_notifications_delivery_total', help: 'Notification delivery attempts by result', labelNames: ['result'] as const, registers: [this.registry] });
   readonly notificationsPending = new Gauge({ name: 'vnfm_notifications_pending', help: 'Notifications waiting in the outbox', registers: [this.registry] });

@@ -72,7 +72,8 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   const states = new OpOccStates({ notifier: ctx.notifier, metrics: ctx.metrics, instance: (id, tx) => ctx.instances.get(id, tx) });
   const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore, serverNotifiers: ctx.serverNotifiers });
   const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, states, instances: ctx.instances, packages: ctx.packages, drivers, mgmt, mgmtStore, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
-  runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
+  // the aborted ops get half of the stop margin to reach a safe point, the rest of the stop the other half
+  runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, abortWaitMs: Math.min(10_000, Math.floor(ctx.config.runner.shutdownMarginMs / 2)), heartbeatDb: ctx.store.leaseDb, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
   ctx.engine = { lcm, runner, drivers, mgmt, grants, states };
   const r = runner;
   return { start: () => r.start(), stop: () => r.stop() };

@@ -55,6 +55,8 @@ export interface OpLeaseInit {
   log: Logger;
   /** Told once when the lease is found lost (metrics). */
   onLost?: (reason: string) => void;
+  /** Where heartbeats renew the lease (a connection pool of their own); @default db */
+  heartbeatDb?: Kysely<Database> | undefined;
 }
 
 /** The lease of one claimed op (see the module comment). */
@@ -66,6 +68,7 @@ export class OpLease {
   /** A fenced write younger than this counts as a confirmation. */
   readonly freshMs: number;
   private readonly db: Kysely<Database>;
+  private readonly heartbeatDb: Kysely<Database>;
   private readonly log: Logger;
   private readonly onLost: ((reason: string) => void) | undefined;
   private readonly controller = new AbortController();
@@ -77,6 +80,7 @@ export class OpLease {
 
   constructor(init: OpLeaseInit) {
     this.db = init.db;
+    this.heartbeatDb = init.heartbeatDb ?? init.db;
     this.opId = init.opId;
     this.owner = init.owner;
     this.epoch = init.epoch;
@@ -130,9 +134,13 @@ export class OpLease {
    * transaction that rolls everything back.
    */
   async write(set: UpdateObject<Database, 'op_occ'>, tx?: Transaction<Database>): Promise<void> {
+    return this.writeOn(tx ?? this.db, set);
+  }
+
+  private async writeOn(db: Db, set: UpdateObject<Database, 'op_occ'>): Promise<void> {
     if (this.lostReason !== undefined) throw new LeaseLostError(`lease of op occ ${this.opId} lost: ${this.lostReason}`);
     const sent = performance.now();
-    const r = await this.fenced(tx ?? this.db, set).executeTakeFirst();
+    const r = await this.fenced(db, set).executeTakeFirst();
     if (Number(r.numUpdatedRows) === 0) throw this.markLost('the op occ is claimed by another runner (or released)');
     this.confirmedAt = sent;
   }
@@ -161,22 +169,25 @@ export class OpLease {
   }
 
   /**
-   * One heartbeat: renews the lease. Lost lease -> abort. A failing renewal (database down) is
+   * One heartbeat: renews the lease (on the heartbeat connection pool when there is one); true
+   * when it was renewed. Lost lease -> abort. A failing renewal (database down) is
    * tried again at the next beat, but once the lease has run out by this host's monotonic clock
    * without a renewal, the op is aborted: it can no longer prove that it still owns the op.
    */
-  async heartbeat(): Promise<void> {
-    if (this.ended || this.beating || this.controller.signal.aborted) return;
+  async heartbeat(): Promise<boolean> {
+    if (this.ended || this.beating || this.controller.signal.aborted) return false;
     this.beating = true;
     try {
-      await this.write({});
+      await this.writeOn(this.heartbeatDb, {});
+      return true;
     } catch (e) {
-      if (e instanceof LeaseLostError) return;
+      if (e instanceof LeaseLostError) return false;
       if (performance.now() - this.confirmedAt >= this.leaseMs) {
         this.markLost(`it could not be renewed before it expired (${(e as Error)?.message ?? String(e)})`);
       } else {
         this.log.warn({ err: e, opOccId: this.opId }, 'lease heartbeat failed; trying again');
       }
+      return false;
     } finally {
       this.beating = false;
     }

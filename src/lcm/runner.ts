@@ -12,6 +12,7 @@
  * (expired at once, epoch bumped), so the next process resumes them at their checkpoint.
  */
 import { EventEmitter } from 'node:events';
+import { performance } from 'node:perf_hooks';
 import { type Kysely, sql } from 'kysely';
 import type { Logger } from 'pino';
 import type { VnfmMetrics } from '../core/metrics.ts';
@@ -24,6 +25,8 @@ import { dbNowPlus, OpAbortedError, OpLease } from './lease.ts';
 export interface RunnerOptions {
   workerId: string;
   leaseMs: number;
+  /** How long after its expiry a lease may be taken over (a late but live holder keeps it). @default 0 */
+  leaseGraceMs?: number;
   pollMs: number;
   concurrency: number;
   /** Embedded single-process database: leases of earlier processes are void at start. */
@@ -32,6 +35,8 @@ export interface RunnerOptions {
   shutdownGraceMs?: number;
   /** After the abort, how long stop waits for the ops to reach a safe point. @default 10000 */
   abortWaitMs?: number;
+  /** Connection pool of the lease renewals (heartbeats), apart from the other queries. @default the runner's db */
+  heartbeatDb?: Kysely<Database> | undefined;
 }
 
 /** Resolves after `ms` unless `until` settles first; true when the time ran out. */
@@ -149,7 +154,8 @@ export class Runner extends EventEmitter {
     try {
       const r = await this.db
         .updateTable('op_occ')
-        .set((eb) => ({ lease_until: sql<Date>`now() - interval '1 millisecond'`, lease_epoch: eb('lease_epoch', '+', 1) }))
+        // far in the past: claimable at once, whatever the claimer's grace
+        .set((eb) => ({ lease_until: sql<Date>`to_timestamp(0)`, lease_epoch: eb('lease_epoch', '+', 1) }))
         .where('id', '=', lease.opId)
         .where('lease_owner', '=', lease.owner)
         .where('lease_epoch', '=', lease.epoch)
@@ -197,8 +203,9 @@ export class Runner extends EventEmitter {
   }
 
   /**
-   * Claims up to `n` runnable op occs: a pending action, no live lease, and no automatic retry
-   * scheduled for later (all on the database clock). Each claim increments `lease_epoch`.
+   * Claims up to `n` runnable op occs: a pending action, no live lease (none, given back, or run
+   * out for longer than `leaseGraceMs`), and no automatic retry scheduled for later (all on the
+   * database clock). Each claim increments `lease_epoch`.
    */
   async claim(n: number): Promise<{ op: OpOccRecord; resumed: boolean }[]> {
     return this.db.transaction().execute(async (tx) => {
@@ -206,7 +213,8 @@ export class Runner extends EventEmitter {
         .selectFrom('op_occ')
         .select(['id', 'lease_owner'])
         .where('pending', 'is not', null)
-        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', sql<Date>`now()`)]))
+        // an expired lease is taken over only once its grace is over too (the holder may be late, not gone)
+        .where((eb) => eb.or([eb('lease_until', 'is', null), eb('lease_until', '<', dbNowPlus(-(this.opts.leaseGraceMs ?? 0)))]))
         .where((eb) => eb.or([eb('next_attempt_at', 'is', null), eb('next_attempt_at', '<=', sql<Date>`now()`)]))
         .orderBy('created_at')
         .limit(n)
@@ -239,9 +247,23 @@ export class Runner extends EventEmitter {
       leaseMs: this.opts.leaseMs,
       log: this.log,
       onLost: () => this.metrics.leaseLosses.inc(),
+      heartbeatDb: this.opts.heartbeatDb,
     });
     this.leases.set(op.id, lease);
-    const hb = setInterval(() => void lease.heartbeat(), Math.max(50, Math.floor(this.opts.leaseMs / 3)));
+    // Renewed every third of the lease; how late each renewal is confirmed (the timer delayed by a
+    // busy event loop, the query's wait and run) is measured from when it was due.
+    const every = Math.max(50, Math.floor(this.opts.leaseMs / 3));
+    let due = performance.now() + every;
+    const hb = setInterval(() => {
+      const dueAt = due;
+      due = performance.now() + every;
+      void lease.heartbeat().then((renewed) => {
+        if (!renewed) return;
+        const lateMs = performance.now() - dueAt;
+        this.metrics.leaseRenewal.observe(Math.max(0, lateMs) / 1000);
+        if (lateMs > every) this.log.warn({ opOccId: op.id, lateMs: Math.round(lateMs), leaseMs: this.opts.leaseMs }, 'lease renewed late (busy process or database); it is at risk when this nears leaseMs + leaseGraceMs');
+      });
+    }, every);
     // The heartbeat alone never keeps the process alive (the server or the op's own work does).
     hb.unref();
     this.heartbeats.set(op.id, hb);

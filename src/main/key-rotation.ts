@@ -15,9 +15,10 @@
  * The embedded database is single-process: stop the VNFM first (the data directory lock says so).
  */
 import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
 import type { VnfmConfig } from '../config.ts';
 import { openStore } from '../store/db.ts';
-import { restrictUmask } from '../store/data-dir-perms.ts';
+import { restrictFileModes } from '../store/data-dir-perms.ts';
 import { type RekeyReport, resealAll } from '../store/rekey.ts';
 import { SecretBox, keyFileOf, keyId, loadKeyRing, writeKeyFile } from '../store/secret-box.ts';
 
@@ -34,7 +35,7 @@ export interface RotationResult {
 
 /** Rotates (or, with `prune`, finishes a rotation of) the master key; see the module comment. */
 export async function rotateKey(config: VnfmConfig, o: { prune?: boolean } = {}): Promise<RotationResult> {
-  if (!config.dataDir.startsWith('memory://')) restrictUmask();
+  if (!config.dataDir.startsWith('memory://')) restrictFileModes(config.dataDir, { except: [join(config.dataDir, 'lab')] });
   const src = { configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir };
   const file = keyFileOf(src);
   // The database first: an embedded one in use by a running VNFM refuses here, before the key changes.

@@ -5,6 +5,7 @@
  * place that knows every module; nothing but the CLI (and tests) imports it.
  */
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import type { FastifyInstance } from 'fastify';
 import { ConfigError, type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
@@ -26,7 +27,7 @@ import { PackageService } from '../packages/package-service.ts';
 import { type Store, openStore } from '../store/db.ts';
 import { configureSecretNames } from '../model/sealed-params.ts';
 import { openSecretBox } from '../store/secret-box.ts';
-import { restrictUmask, secureDataDir } from '../store/data-dir-perms.ts';
+import { restrictFileModes, secureDataDir } from '../store/data-dir-perms.ts';
 import { VimRegistry } from '../vims/vim-registry.ts';
 import { ServerNotifierRegistry } from '../vims/server-notifiers.ts';
 import { OutboundGuard, vimOutboundGuard } from '../net/outbound.ts';
@@ -43,6 +44,8 @@ export interface Vnfm {
   livenessUrl?: string;
   /** Stops workers, the HTTP server, the liveness worker and the database (and the simulated cloud if started). */
   close(): Promise<void>;
+  /** Names of the stop steps of {@link close} that began and have not finished. */
+  pendingStopSteps(): string[];
 }
 
 /** Options of {@link startVnfm} beyond the config. */
@@ -95,23 +98,30 @@ async function checkNfvoUrls(config: VnfmConfig, log: Logger): Promise<void> {
 /** Names of the optional built-in modules. */
 export type BuiltinName = 'sync' | 'notifications' | 'autoheal' | 'sim';
 
-/** The modules every VNFM runs (engine, notifications, auto-heal, simulated cloud). */
-function builtinPlugins(without: BuiltinName[] = []): VnfmPlugin[] {
+/** The modules every VNFM runs (engine, notifications, auto-heal, simulated cloud), with the names their stop steps are logged under. */
+function builtinPlugins(without: BuiltinName[] = []): [string, VnfmPlugin][] {
   const notifications: VnfmPlugin = (ctx) => {
     const n = setupNotifications(ctx);
     ctx.notifier.onQueued(() => n.worker.wake());
     return { start: () => n.worker.start(), stop: () => n.worker.stop() };
   };
   const wanted = (n: BuiltinName): boolean => !without.includes(n);
-  const optional: [BuiltinName, VnfmPlugin][] = [
-    ['sync', setupSync],
-    ['notifications', notifications],
-    ['autoheal', setupAutoheal],
+  const optional: [BuiltinName, string, VnfmPlugin][] = [
+    ['sync', 'drift sync', setupSync],
+    ['notifications', 'notification delivery', notifications],
+    ['autoheal', 'auto-heal', setupAutoheal],
   ];
   // The simulated cloud (and the lab's hosts) starts first and stops last: the operations the
   // engine resumes at start-up, and those it drains at shutdown, reach the VIMs they were using.
-  return [...(wanted('sim') ? [setupSimCloud] : []), setupEngine, ...optional.filter(([n]) => wanted(n)).map(([, p]) => p)];
+  return [...(wanted('sim') ? [['simulated cloud and lab', setupSimCloud] as [string, VnfmPlugin]] : []), ['op runner (running operations)', setupEngine], ...optional.filter(([n]) => wanted(n)).map(([, name, p]): [string, VnfmPlugin] => [name, p])];
 }
+
+/**
+ * How long the HTTP server waits, once it stops accepting connections, for the requests still
+ * being answered before it closes every connection (idle keep-alive ones and event streams are
+ * closed at once).
+ */
+const HTTP_CLOSE_WAIT_MS = 2_000;
 
 /** Starts the VNFM with the given config. */
 export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Promise<Vnfm> {
@@ -121,10 +131,10 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
   const onDisk = !config.dataDir.startsWith('memory://') && (!config.databaseUrl || existsSync(config.dataDir));
   const dataDirSkip = config.lab.enabled ? ['lab'] : [];
   if (onDisk) {
-    // The data directory and everything in it private to the VNFM's user (the embedded database
-    // would create its files world-writable). The live-VM lab's host trees (`lab/`) are read by
-    // other users: a VNFM with the lab keeps the default umask and leaves them alone.
-    if (!config.lab.enabled) restrictUmask();
+    // The data directory and everything in it private to the VNFM's user from creation on (the
+    // embedded database would chmod its files world-writable). The live-VM lab's host trees
+    // (`lab/`) are read by other users: a VNFM with the lab keeps the default umask and leaves them alone.
+    restrictFileModes(config.dataDir, { umask: !config.lab.enabled, except: [join(config.dataDir, 'lab')] });
     const fixed = secureDataDir(config.dataDir, dataDirSkip);
     if (fixed > 0) log.warn({ dataDir: config.dataDir, entries: fixed }, 'data directory entries were accessible to other users; made private');
   }
@@ -148,10 +158,19 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     }));
   phase('database');
   const ctx = buildContext(config, store, log);
-  const closers: (() => Promise<void>)[] = [];
-  // The embedded database sets its files' modes itself (0666, whatever the umask): they are made
-  // private again every minute while it runs (its directories are 0700, so nobody else reaches
-  // them meanwhile) and once more after it closed.
+  const closers: [string, () => Promise<void>][] = [];
+  /** Stop steps begun and not finished (logged when a stop overruns its deadline). */
+  const pendingStop = new Set<string>();
+  const step = async (name: string, fn: () => Promise<void> | void): Promise<void> => {
+    pendingStop.add(name);
+    try {
+      await fn();
+    } finally {
+      pendingStop.delete(name);
+    }
+  };
+  // Files are private from creation (restrictFileModes); what something else (a copy, an older
+  // version) exposes is made private again every minute while it runs and once more after it closed.
   const fixPerms = (): void => {
     try {
       secureDataDir(config.dataDir, dataDirSkip);
@@ -160,10 +179,11 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     }
   };
   const permTimer = onDisk ? setInterval(fixPerms, 60_000).unref() : undefined;
-  const hooks: PluginHooks[] = [];
-  for (const p of [...builtinPlugins(opts.without), ...(opts.plugins ?? [])]) {
+  const hooks: [string, PluginHooks][] = [];
+  const extra = (opts.plugins ?? []).map((p, i): [string, VnfmPlugin] => [`plugin ${p.name || i + 1}`, p]);
+  for (const [name, p] of [...builtinPlugins(opts.without), ...extra]) {
     const h = p(ctx);
-    if (h) hooks.push(h);
+    if (h) hooks.push([name, h]);
   }
   phase('modules');
   // API requests that arrive between listen and the end of start-up wait for it (src/api/health.ts)
@@ -207,9 +227,9 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
   try {
     await ctx.packages.recover();
     phase('recover');
-    for (const h of hooks) {
+    for (const [name, h] of hooks) {
       await h.start?.();
-      if (h.stop) closers.push(async () => h.stop?.());
+      if (h.stop) closers.push([name, async () => h.stop?.()]);
     }
   } catch (e) {
     // requests held for the start-up are dropped (the caller exits or closes the app)
@@ -225,14 +245,26 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     ctx,
     url,
     ...(liveness ? { livenessUrl: liveness.url } : {}),
+    pendingStopSteps: () => [...pendingStop],
     async close() {
-      for (const c of closers.reverse()) await c().catch(() => undefined);
-      await app.close();
+      for (const [name, c] of closers.reverse()) await step(name, c).catch(() => undefined);
+      // Event streams are ended (preClose), idle keep-alive connections closed; requests still
+      // being answered get HTTP_CLOSE_WAIT_MS, then every connection is closed.
+      await step('HTTP server', async () => {
+        const force = setTimeout(() => app.server.closeAllConnections?.(), HTTP_CLOSE_WAIT_MS);
+        try {
+          await app.close();
+        } finally {
+          clearTimeout(force);
+        }
+      });
       // liveness stays answered while the workers and the API drain, then the port is freed
-      await liveness?.close();
-      ctx.packages.stopWorkers();
-      await ctx.packages.idle();
-      if (!opts.store) await store.close();
+      await step('liveness port', async () => liveness?.close());
+      await step('package workers', async () => {
+        ctx.packages.stopWorkers();
+        await ctx.packages.idle();
+      });
+      if (!opts.store) await step('database', () => store.close());
       if (permTimer) {
         clearInterval(permTimer);
         fixPerms();

@@ -17,6 +17,12 @@ import { TurnGate } from './turn-gate.ts';
 export interface Store {
   db: Kysely<Database>;
   kind: 'pglite' | 'postgres';
+  /**
+   * PostgreSQL: a connection pool of its own (2 connections, no turn gate) for lease renewals, so
+   * that a heartbeat never queues behind the API's and the workers' queries. Absent on the
+   * embedded database (one process: leases only fence that process's own executors).
+   */
+  leaseDb?: Kysely<Database>;
   close(): Promise<void>;
   /** Size of the embedded database's WebAssembly linear memory (PGlite only; metrics). */
   wasmMemoryBytes?(): number;
@@ -78,7 +84,21 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     pool.on('error', (e) => opts.onPoolError?.(e));
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [turnPerResult(new TurnGate())] });
     if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
-    return { db, kind: 'postgres', close: () => db.destroy() };
+    const leasePool = new pg.Pool({ connectionString: opts.databaseUrl, max: 2 });
+    leasePool.on('error', (e) => opts.onPoolError?.(e));
+    const leaseDb = new Kysely<Database>({ dialect: new PostgresDialect({ pool: leasePool }) });
+    return {
+      db,
+      leaseDb,
+      kind: 'postgres',
+      close: async () => {
+        try {
+          await db.destroy();
+        } finally {
+          await leaseDb.destroy();
+        }
+      },
+    };
   }
   const dir = opts.dataDir ?? 'memory://';
   const onDisk = !dir.startsWith('memory://');

@@ -254,7 +254,7 @@ await describeStores('VNFM processes: shutdown grace and lease loss', (env: Stor
     const b = await startVnfm('taker', { VNFM_LEASE_MS: '60000' });
     // The stopped holder cannot renew; its lease is made to run out now (no waiting for it), unless
     // it ran out by itself already and the taker has claimed the op meanwhile (the update is fenced).
-    await sql`update op_occ set lease_until = now() - interval '1 second' where id = ${occId} and lease_owner = 'holder' and lease_epoch = ${held.lease_epoch}`.execute(db);
+    await sql`update op_occ set lease_until = now() - interval '1 hour' where id = ${occId} and lease_owner = 'holder' and lease_epoch = ${held.lease_epoch}`.execute(db);
     await until('the other process to claim the op', async () => {
       const r = await db.selectFrom('op_occ').select(['lease_owner', 'lease_epoch']).where('id', '=', occId).executeTakeFirstOrThrow();
       return r.lease_owner === 'taker' && r.lease_epoch === held.lease_epoch + 1;
@@ -283,5 +283,47 @@ await describeStores('VNFM processes: shutdown grace and lease loss', (env: Stor
     assert.ok((await fetch(`${a.url}/healthz`)).ok, 'the holder lives on');
     await stopVnfm(a);
     await stopVnfm(b);
+  }));
+  it('a holder stalled past its lease but within leaseGraceMs keeps the op (no takeover, no ping-pong); the other process accepts and completes new ops meanwhile', { skip: env.kind === 'pglite' ? 'PGlite: one process per data directory' : false, timeout: 600_000 }, () => diagnosed(async () => {
+    await stopAll();
+    const db = store?.db;
+    assert.ok(db);
+    // 2 s leases (renewed every 667 ms), the default 5 s grace
+    const p1 = await startVnfm('replica-1', { VNFM_LEASE_MS: '2000' });
+    const p2 = await startVnfm('replica-2', { VNFM_LEASE_MS: '2000' });
+    const { id, info: before } = await instantiate(p1);
+    const hold = sim.holdStackUpdates();
+    const heal = await api(p1, 'POST', `/vnflcm/v2/vnf_instances/${id}/heal`, { vnfcInstanceId: [before.vnfcInfo[0].id] });
+    assert.equal(heal.status, 202, JSON.stringify(heal.body));
+    const occId = heal.location.split('/').pop() as string;
+    await guard('Heat to receive the stack update', hold.reached);
+    const held = await db.selectFrom('op_occ').select(['lease_owner', 'lease_epoch']).where('id', '=', occId).executeTakeFirstOrThrow();
+    const [holder, other] = held.lease_owner === 'replica-1' ? [p1, p2] : [p2, p1];
+
+    // The holder stalls (a loaded host, a long pause) until its lease has run out for a second,
+    // or until the other process has taken the op over (what the grace is there to prevent).
+    holder.proc.kill('SIGSTOP');
+    await until('the lease to run out for a second (or be taken over)', async () => {
+      const r = await sql<{ owner: string; epoch: number; late: boolean }>`select lease_owner as owner, lease_epoch as epoch, lease_until < now() - interval '1 second' as late from op_occ where id = ${occId}`.execute(db);
+      const row = r.rows[0];
+      return row !== undefined && (row.owner !== held.lease_owner || row.epoch !== held.lease_epoch || row.late);
+    });
+    holder.proc.kill('SIGCONT');
+    // New work is accepted and done by the other process meanwhile.
+    const inst = await api(other, 'POST', '/vnflcm/v2/vnf_instances', { vnfdId });
+    assert.equal(inst.status, 201, JSON.stringify(inst.body));
+    const ins = await api(other, 'POST', `/vnflcm/v2/vnf_instances/${inst.body.id}/instantiate`, { flavourId: 'simple' });
+    assert.equal(ins.status, 202, JSON.stringify(ins.body));
+    assert.equal((await waitOp(other, ins.location.split('/').pop() as string)).operationState, 'COMPLETED');
+
+    hold.release();
+    const occ = await waitOp(other, occId);
+    assert.equal(occ.operationState, 'COMPLETED', JSON.stringify(occ.error));
+    const final = await db.selectFrom('op_occ').select(['lease_epoch', 'operation_state']).where('id', '=', occId).executeTakeFirstOrThrow();
+    assert.equal(final.lease_epoch, held.lease_epoch, 'claimed once: the late holder kept it, nobody took it over');
+    assert.ok(!holder.lines.some((l) => l.includes('lease lost') && l.includes(occId)), 'the holder never lost the lease of the heal');
+    assert.deepEqual(await notes(occId), ['STARTING/START', 'PROCESSING/START', 'COMPLETED/RESULT'], 'one RESULT notification');
+    await stopVnfm(p1);
+    await stopVnfm(p2);
   }));
 });

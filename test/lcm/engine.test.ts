@@ -38,7 +38,7 @@ async function accepted(url: string, payload: unknown): Promise<string> {
 
 /** Makes the lease on an op occ run out now (what a dead runner's lease does after leaseMs). */
 async function expireLease(opOccId: string): Promise<void> {
-  await sql`update op_occ set lease_until = now() - interval '1 second' where id = ${opOccId}`.execute(vnfm.store.db);
+  await sql`update op_occ set lease_until = now() - interval '1 hour' where id = ${opOccId}`.execute(vnfm.store.db);
 }
 
 async function settle(): Promise<void> {

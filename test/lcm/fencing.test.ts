@@ -144,7 +144,7 @@ await describeStores('lease fencing and cancellation', (env: StoreEnv) => {
       .filter((n) => n.vnfLcmOpOccId === id)
       .map((n) => `${n.operationState}/${n.notificationStatus}`);
   const runnerA = () => a.ctx.engine?.runner as Runner;
-  const expireLease = (id: string) => sql`update op_occ set lease_until = now() - interval '1 second' where id = ${id}`.execute(store.db);
+  const expireLease = (id: string) => sql`update op_occ set lease_until = now() - interval '1 hour' where id = ${id}`.execute(store.db);
   const newRunner = (v: TestVnfm, workerId: string, extra: { shutdownGraceMs?: number; leaseMs?: number } = {}) => {
     const r = new Runner(v.store.db as Kysely<Database>, executorOf(v), { workerId, leaseMs: extra.leaseMs ?? 60_000, pollMs: 20, concurrency: 4, singleProcess: false, ...extra }, v.ctx.log, v.ctx.metrics);
     extraRunners.push(r);

@@ -239,6 +239,55 @@ await describeStores('notification delivery', (env) => {
     }
   });
 
+  it('default back-off: after a long outage the next attempt is due within 25 s (the subscriber that answers again is served within 30 s); a dead one costs one request per 15-25 s, for its oldest notification only', async () => {
+    const other = await startReceiver();
+    const vnfdId = `vnfd-${randomUUID()}`;
+    const res = await vnfm.app.inject({ method: 'POST', url: '/vnflcm/v2/subscriptions', headers: V2, payload: JSON.stringify({ callbackUri: `${other.url}/cb`, ...only(vnfdId) }) });
+    assert.equal(res.statusCode, 201, res.body);
+    const sub = res.json().id as string;
+    await other.down();
+    // The default back-off (no override); one worker driven round by round (drainOnce), no loop.
+    const dflt = await notifyVnfm({ store: vnfm.store, config: { notifications: { testCallback: true } } });
+    const db = vnfm.store.db;
+    /** Milliseconds from now until the head row of `sub` is due again (the database clock). */
+    const headDueInMs = async (): Promise<number> => {
+      const r = await sql<{ ms: string | number }>`select extract(epoch from (next_attempt_at - now())) * 1000 as ms from outbox where subscription_id = ${sub} and status = 'PENDING' order by seq nulls last, id limit 1`.execute(db);
+      return Number(r.rows[0]?.ms);
+    };
+    try {
+      const inst = facts({ vnfdId });
+      for (const st of ['STARTING', 'PROCESSING', 'COMPLETED', 'STARTING', 'PROCESSING']) await vnfm.ctx.notifier.enqueue(db, opEvent(inst, st));
+      // Ten minutes of outage behind it: the head failed 30 times (the back-off at its longest).
+      await sql`update outbox set attempts = 30, failing_since = now() - interval '10 minutes', next_attempt_at = now() where subscription_id = ${sub} and id = (select min(id) from outbox where subscription_id = ${sub})`.execute(db);
+      await sql`update outbox set next_attempt_at = now() where subscription_id = ${sub}`.execute(db);
+      const gaps: number[] = [];
+      for (let i = 0; i < 8; i++) {
+        await dflt.notify.worker.drainOnce();
+        gaps.push(await headDueInMs());
+        // the pause passes (the head is due again), the subscriber still down
+        await sql`update outbox set next_attempt_at = now() where subscription_id = ${sub} and attempts > 0 and status = 'PENDING'`.execute(db);
+      }
+      const r = await rows(sub);
+      assert.equal(r[0]?.attempts, 38, 'one attempt per round, for the head');
+      assert.deepEqual(r.slice(1).map((x) => x.attempts), [0, 0, 0, 0], 'the waiting notifications cost nothing');
+      // 15-25 s apart (jitter +-25 % around 20 s): at most 4 requests a minute for this subscriber
+      for (const g of gaps) assert.ok(g >= 15_000 - 1_000 && g <= 25_000, `pause ${Math.round(g)} ms not within 15-25 s: ${gaps.map(Math.round).join(', ')}`);
+      assert.ok(Math.floor(60_000 / Math.min(...gaps)) <= 4, 'at most 4 attempts a minute');
+
+      // It answers again now: its next attempt is due within 25 s from now (the last pause),
+      // so within 30 s it is served; the time passes and every row is delivered, in order.
+      await other.up();
+      const wait = await headDueInMs();
+      assert.ok(wait <= 25_000, `next attempt due in ${Math.round(wait)} ms`);
+      await sql`update outbox set next_attempt_at = now() where subscription_id = ${sub} and status = 'PENDING'`.execute(db);
+      for (let i = 0; i < 10 && (await rows(sub)).some((x) => x.status !== 'DELIVERED'); i++) await dflt.notify.worker.drainOnce();
+      assert.deepEqual(other.posts('/cb').map((n) => n.operationState), ['STARTING', 'PROCESSING', 'COMPLETED', 'STARTING', 'PROCESSING']);
+    } finally {
+      await dflt.close();
+      await other.close();
+    }
+  });
+
   it('dead notifications are listed and redelivered (one, or a whole subscription), with ProblemDetails for 404/409 and no credentials', async () => {
     const vnfdId = `vnfd-${randomUUID()}`;
     const secret = 'r3deliver-Secret-pw';
