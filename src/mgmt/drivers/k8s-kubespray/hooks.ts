@@ -26,7 +26,7 @@ import { isVnfmError, terminalError, vnfmError } from '../../../errors.ts';
 import type { VnfInstanceRecord } from '../../../model/vnf-instance.ts';
 import { vnfcAddresses, vnfPortAddresses } from '../../addresses.ts';
 import { INSTANCE_LABEL } from '../../../infra/kubernetes/manifests.ts';
-import { apiServerFrontend, type LbFrontend, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
+import { apiServerFrontend, type LbFrontend, type LbHostOptions, type LbNode, lbOwner, type LbService, nodePortFrontends, parseLbConfig, parseOwnerSection, readLbState, reconcileNodeMembers, reconcileOwner, removeOwner } from '../../lb/index.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
 import type { ClusterInstanceState, HostSpec, SshConnect } from '../k8s-common/run-context.ts';
 import { ClusterRunContext } from '../k8s-common/run-context.ts';
@@ -74,6 +74,8 @@ export class SprayRun extends ClusterRunContext<KubesprayDriverConfig> {
     connectFn: SshConnect,
     kubeFactory: KubeApiFactory,
     clock: Clock,
+    /** Whether an LB section's owner is gone (see KubesprayDriverDeps.lbOwnerIsStale). */
+    readonly lbOwnerIsStale?: (owner: string) => Promise<boolean>,
   ) {
     super(ctx, cfg, DRIVER, connectFn, kubeFactory, clock, params.insecure, [params.masterNode, params.workerNode, params.ansible, params.externalLb]);
   }
@@ -328,8 +330,19 @@ async function clusterFrontends(rc: SprayRun, inv: Inventory, nodes: readonly Lb
   return [...frontends, ...np.frontends.filter((f) => !taken.has(f.bind) && f.bind !== rc.cfg.lbApiPort)];
 }
 
-function lbOptions(rc: SprayRun) {
-  return { configPath: rc.cfg.lbConfigPath, reloadCommand: rc.cfg.lbReloadCommand, startCommand: rc.cfg.lbStartCommand, isActiveCommand: rc.cfg.lbIsActiveCommand, commandTimeoutMs: rc.cfg.commandTimeoutMs, signal: rc.signal, name: 'load balancer' };
+function lbOptions(rc: SprayRun): LbHostOptions {
+  return {
+    configPath: rc.cfg.lbConfigPath,
+    reloadCommand: rc.cfg.lbReloadCommand,
+    startCommand: rc.cfg.lbStartCommand,
+    isActiveCommand: rc.cfg.lbIsActiveCommand,
+    commandTimeoutMs: rc.cfg.commandTimeoutMs,
+    signal: rc.signal,
+    name: 'load balancer',
+    ...(rc.lbOwnerIsStale ? { ownerIsStale: rc.lbOwnerIsStale } : {}),
+    onStaleOwnerRemoved: (owner, ports) =>
+      rc.warn(`a stale section of the load balancer's configuration (${owner}: its VNF instance is gone, or not instantiated with no operation in progress) was in the way of this cluster's and was removed`, { staleOwner: owner, ports }),
+  };
 }
 
 /** Converges the cluster's LB section (serialised per LB with other instances' drivers). */
@@ -392,6 +405,11 @@ export async function runSprayHook(rc: SprayRun, eff: SprayEffective): Promise<M
     case 'terminate_end':
       result = await teardown(rc, 'terminate');
       break;
+    case 'instantiate_rollback_start':
+      // the rollback of an instantiate that failed after instantiate_end began: what it added
+      // (LB section, inventory directory, a registered VIM) goes before the VMs do
+      if (cmd.operation === 'INSTANTIATE') result = await teardown(rc, 'rollback');
+      break;
     case 'scale_start':
       if (cmd.operation === 'SCALE' && cmd.type === 'SCALE_IN') result = await removeWorkers(rc, 'remove');
       break;
@@ -407,7 +425,7 @@ export async function runSprayHook(rc: SprayRun, eff: SprayEffective): Promise<M
     default:
       return undefined;
   }
-  if (result && eff.persist && ctx.hook !== 'terminate_end') {
+  if (result && eff.persist && ctx.hook !== 'terminate_end' && ctx.hook !== 'instantiate_rollback_start') {
     result.instantiateParams = eff.persist;
     const k = result.vnfInfoMetadata?.k8sCluster as SprayClusterMeta | null | undefined;
     if (k) k.credentialsVersion = ctx.opOcc.id;
@@ -603,7 +621,7 @@ async function addWorkers(rc: SprayRun, change: 'add' | 'heal'): Promise<MgmtRes
 }
 
 /** terminate_end and whole heal_start: VIM, LB section, inventory directory, sealed state. */
-async function teardown(rc: SprayRun, why: 'terminate' | 'heal'): Promise<MgmtResult> {
+async function teardown(rc: SprayRun, why: 'terminate' | 'heal' | 'rollback'): Promise<MgmtResult> {
   const ctx = rc.ctx;
   const prev = previousMeta(ctx);
   const name = prev?.vimName ?? rc.params.vimName;
