@@ -120,6 +120,8 @@ export interface ServerPortView {
   readonly fixedIps: readonly string[];
   /** `allowed_address_pairs` IP addresses (or CIDRs) of the port. */
   readonly allowedAddresses: readonly string[];
+  /** Floating IPs bound to the port, each with the fixed IP Neutron's NAT maps it to. */
+  readonly floatingIps: readonly { floatingIp: string; fixedIp: string }[];
 }
 
 /** Saved state of the simulated Nova (see {@link ComputeService.snapshot}). */
@@ -250,6 +252,7 @@ export class ComputeService {
         networkName: this.network.networks.get(p.networkId)?.name ?? '',
         fixedIps: p.fixedIps.map((f) => f.ip_address),
         allowedAddresses: p.allowedAddressPairs.map((a) => a.ip_address).filter((a) => a !== ''),
+        floatingIps: this.network.floatingOf(p.id),
       });
     }
     return { id: s.id, name: s.name, status: s.status, host: s.host, createdAt: s.createdAt, stackId: s.owner?.stackId ?? null, ports };

@@ -147,11 +147,7 @@ function serverPorts(ctx: LeafContext, networks: unknown): ServerPorts {
     const fip = str(n.floating_ip);
     const last = out.portIds[out.portIds.length - 1];
     if (fip && last) {
-      const f = ctx.network.floatingIps.get(fip);
-      if (f) {
-        f.portId = last;
-        f.fixedIpAddress = ctx.network.ports.get(last)?.fixedIps[0]?.ip_address ?? null;
-      }
+      if (ctx.network.floatingIps.has(fip)) ctx.network.associateFloatingIp(fip, last);
     }
   }
   return out;
@@ -746,10 +742,8 @@ const floatingIp: LeafHandler = {
     }
   },
   update(ctx, state, _old, props) {
-    const f = ctx.network.floatingIps.get(state.physicalId);
-    if (!f) return;
-    f.portId = str(props.port_id) ?? null;
-    f.fixedIpAddress = str(props.fixed_ip_address) ?? (f.portId ? (ctx.network.ports.get(f.portId)?.fixedIps[0]?.ip_address ?? null) : null);
+    if (!ctx.network.floatingIps.has(state.physicalId)) return;
+    ctx.network.associateFloatingIp(state.physicalId, str(props.port_id) ?? null, str(props.fixed_ip_address) ?? null);
   },
   delete(ctx, state) {
     ctx.network.deleteFloatingIp(state.physicalId);
