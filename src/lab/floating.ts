@@ -9,7 +9,9 @@
  * - `postrouting` masquerades such a connection from one host to another (hairpin), so the reply
  *   comes back through the NAT;
  * - a route `<floating>/32 dev hvlab0 src <bridge> proto static` per floating IP makes the first routing decision
- *   pick the bridge; forwarding is enabled on the bridge only (`net.ipv4.conf.hvlab0.forwarding`).
+ *   pick the bridge; forwarding is enabled on the bridge only (`net.ipv4.conf.hvlab0.forwarding`),
+ *   and, unless the machine routes anyway (`ip_forward` 1), only back into the bridge (a `forward`
+ *   chain drops the rest), so the hosts still reach nothing beyond the lab.
  *
  * The mapping follows the port, not the server: a heal that rebinds the port to a new server
  * reaches the new host; a floating IP deleted or unbound is removed from the map (new connections
@@ -17,7 +19,7 @@
  * Needs `nft` (Debian package nftables); without it the lab warns once and floating IPs do not
  * answer.
  */
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import type { LabLogger } from './hosts.ts';
 import { run } from './sh.ts';
 
@@ -60,12 +62,16 @@ export class FloatingNat {
   async start(): Promise<void> {
     await run(NFT, ['delete', 'table', 'ip', FIP_TABLE], { allowFail: true });
     const { bridge, cidr } = this.o;
+    // Forwarding is turned on for the bridge only, for the hairpin; when the machine does not
+    // route otherwise, the hosts still reach nothing beyond the bridge (as before).
+    const routes = readFileSync('/proc/sys/net/ipv4/ip_forward', 'utf8').trim() === '1';
     const ruleset = [
       `table ip ${FIP_TABLE} {`,
       '  map fips { type ipv4_addr : ipv4_addr; }',
       '  chain prerouting { type nat hook prerouting priority dstnat; policy accept; dnat to ip daddr map @fips; }',
       '  chain output { type nat hook output priority -100; policy accept; dnat to ip daddr map @fips; }',
       `  chain postrouting { type nat hook postrouting priority srcnat; policy accept; ct status dnat ip saddr ${cidr} oifname "${bridge}" masquerade; }`,
+      ...(routes ? [] : [`  chain forward { type filter hook forward priority filter; policy accept; iifname "${bridge}" oifname != "${bridge}" drop; }`]),
       '}',
       '',
     ].join('\n');
