@@ -40,7 +40,7 @@ apt_install python3-tackerclient python3-openstackclient ca-certificates curl
 # the dashboard's browser tests (stage browser)
 apt_install chromium
 # the live-VM lab (stage lab): sshd, etcd, HAProxy, Ansible in network namespaces
-apt_install openssh-server etcd-server etcd-client haproxy ansible sshpass socat iproute2 sudo
+apt_install openssh-server etcd-server etcd-client haproxy ansible sshpass socat iproute2 sudo nftables
 command -v kubectl >/dev/null 2>&1 || apt_install kubernetes-client
 PGBIN="$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1 || true)"
 if [ -z "$PGBIN" ] || [ ! -x "$PGBIN/initdb" ]; then

@@ -263,6 +263,10 @@ export interface VnfmConfig {
     cidr: string;
     /** Name of the lab network in the simulated Neutron (ports on it make servers hosts). @default 'lab-net' */
     network: string;
+    /** The external network floating IPs are allocated from (made at start when absent); a floating IP bound to a lab port reaches that port's host (NAT, needs nftables). @default 'public' */
+    floatingNetwork: string;
+    /** The floating network's subnet, outside the lab subnet. @default '172.24.4.0/24' */
+    floatingCidr: string;
     /** The one login user of every host (created with `useradd -m` when absent). @default 'hvlab' */
     user: string;
     /** Its password. @default generated once, kept in `<dataDir>/lab/credentials.json` (mode 0600) */
@@ -538,7 +542,7 @@ export function defaultConfig(): VnfmConfig {
     sim: true,
     simReset: false,
     simPorts: { openstack: 9891, kubernetes: 9892, serverNotifier: 9893 },
-    lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
+    lab: { enabled: false, cidr: '10.87.0.0/24', network: 'lab-net', floatingNetwork: 'public', floatingCidr: '172.24.4.0/24', user: 'hvlab', password: undefined, kubernetesPort: 26443, podEvictionTimeoutMs: 300_000, waitForLockMs: 0, serviceHosts: true },
     runner: { workerId: '', leaseMs: 30_000, leaseGraceMs: 5_000, pollMs: 500, concurrency: 8, stepRetries: { maxAttempts: 5, baseDelayMs: 1000, maxDelayMs: 60_000 }, shutdownGraceMs: 30_000, shutdownMarginMs: 20_000 },
     notifications: { timeoutMs: 10_000, retryForMs: 24 * 3_600_000, backoffMs: 500, maxBackoffMs: 20_000, testCallback: true, retentionMs: 7 * 24 * 3_600_000, caFile: undefined, tls: [] },
     grants: {
@@ -619,6 +623,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_LAB: ['lab.enabled', 'boolean'],
   VNFM_LAB_CIDR: ['lab.cidr', 'string'],
   VNFM_LAB_NETWORK: ['lab.network', 'string'],
+  VNFM_LAB_FLOATING_NETWORK: ['lab.floatingNetwork', 'string'],
+  VNFM_LAB_FLOATING_CIDR: ['lab.floatingCidr', 'string'],
   VNFM_LAB_USER: ['lab.user', 'string'],
   VNFM_LAB_PASSWORD: ['lab.password', 'string'],
   VNFM_LAB_KUBERNETES_PORT: ['lab.kubernetesPort', 'number'],
@@ -740,6 +746,25 @@ function validateLab(cfg: VnfmConfig): void {
     throw new ConfigError(`lab.cidr: must be an IPv4 CIDR with a /16 to /24 prefix (like 10.87.0.0/24), got ${JSON.stringify(l.cidr)}`);
   }
   if (typeof l.network !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(l.network)) throw new ConfigError('lab.network: must be a network name (letters, digits, _ . -)');
+  if (typeof l.floatingNetwork !== 'string' || !/^[A-Za-z0-9][A-Za-z0-9_.-]{0,62}$/.test(l.floatingNetwork) || l.floatingNetwork === l.network) {
+    throw new ConfigError('lab.floatingNetwork: must be a network name (letters, digits, _ . -) other than lab.network');
+  }
+  {
+    const m = typeof l.floatingCidr === 'string' ? /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(l.floatingCidr) : null;
+    const octets = m ? m.slice(1, 5).map(Number) : [];
+    const prefix = m ? Number(m[5]) : -1;
+    if (!m || octets.some((o) => o > 255) || prefix < 16 || prefix > 29) throw new ConfigError(`lab.floatingCidr: must be an IPv4 CIDR with a /16 to /29 prefix (like 172.24.4.0/24), got ${JSON.stringify(l.floatingCidr)}`);
+    const range = (cidr: string): [number, number] | undefined => {
+      const c = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})\/(\d{1,2})$/.exec(cidr);
+      if (!c) return undefined;
+      const base = c.slice(1, 5).reduce((a, o) => a * 256 + Number(o), 0);
+      const size = 2 ** (32 - Number(c[5]));
+      const start = base - (base % size);
+      return [start, start + size - 1];
+    };
+    const [f, lab] = [range(l.floatingCidr), typeof l.cidr === 'string' ? range(l.cidr) : undefined];
+    if (f && lab && f[0] <= lab[1] && lab[0] <= f[1]) throw new ConfigError(`lab.floatingCidr: ${l.floatingCidr} must not overlap the lab subnet ${l.cidr}`);
+  }
   if (typeof l.user !== 'string' || !/^[a-z_][a-z0-9_-]{0,31}$/.test(l.user) || l.user === 'root') throw new ConfigError('lab.user: must be a valid local user name other than root');
   if (l.password !== undefined && (typeof l.password !== 'string' || l.password.length < 8 || /[:\n]/.test(l.password))) {
     throw new ConfigError('lab.password: must be at least 8 characters, without ":" or a line break (or unset: generated)');

@@ -12,7 +12,8 @@ import { fileURLToPath } from 'node:url';
 import { type KubernetesSim, KUBERNETES_STATE_NAME, startKubernetesSim } from '../sim/kubernetes/index.ts';
 import type { OpenStackSim } from '../sim/openstack/index.ts';
 import { ensureUser, installSudoers, loadSecrets, removeSudoers, SUDOERS_FILE } from './access.ts';
-import { intToIp, ipToInt, parseLabCidr } from './addresses.ts';
+import { intToIp, ipToInt, LAB_BRIDGE, parseLabCidr } from './addresses.ts';
+import { FloatingNat } from './floating.ts';
 import { Fleet, type LabLogger } from './hosts.ts';
 import { NodePortProxy } from './nodeports.ts';
 import { Provisioner } from './provisioner.ts';
@@ -87,6 +88,10 @@ export interface LabOptions {
   cidr?: string;
   /** Name of the lab network in the simulated Neutron. @default 'lab-net' */
   network?: string;
+  /** The external network floating IPs are allocated from (made when absent). @default 'public' */
+  floatingNetwork?: string;
+  /** Its subnet (outside the lab subnet). @default '172.24.4.0/24' */
+  floatingCidr?: string;
   /** Login user of the hosts. @default 'hvlab' */
   user?: string;
   /** Its password. @default generated once, kept in `<dataDir>/lab/credentials.json` (0600) */
@@ -239,7 +244,21 @@ export async function startLab(o: LabOptions): Promise<Lab> {
         }
       }
     }
-    const provisioner = new Provisioner({ cloud: o.openstack, fleet, networkId: net.networkId, nodes: k8s, podEvictionTimeoutMs: o.podEvictionTimeoutMs ?? 300_000, logger: log });
+    // the external network floating IPs come from, as an operator has one (DevStack's `public`)
+    const floatingNetwork = o.floatingNetwork ?? 'public';
+    const floatingCidr = o.floatingCidr ?? '172.24.4.0/24';
+    try {
+      o.openstack.ensureNetwork({ name: floatingNetwork, cidr: floatingCidr });
+    } catch (e) {
+      log.warn({ network: floatingNetwork, err: (e as Error).message }, 'lab: the floating IP network could not be made as configured; floating IPs come from the network as it is');
+    }
+    let floating: FloatingNat | undefined;
+    if (FloatingNat.available()) {
+      floating = new FloatingNat({ bridge: LAB_BRIDGE, bridgeIp: subnet.gatewayIp, cidr: subnet.cidr, logger: log });
+      await floating.start();
+      undo.push(() => floating?.stop());
+    } else log.warn({}, 'lab: no /usr/sbin/nft (Debian package nftables): floating IPs do not reach their hosts');
+    const provisioner = new Provisioner({ cloud: o.openstack, fleet, networkId: net.networkId, nodes: k8s, podEvictionTimeoutMs: o.podEvictionTimeoutMs ?? 300_000, logger: log, ...(floating ? { floating } : {}) });
     undo.push(() => provisioner.stop());
     await provisioner.start();
     let nodePorts: NodePortProxy | undefined;

@@ -21,11 +21,15 @@
  *   machine has no HAProxy yet), never back by itself. Further fixed IPs of a server on the lab
  *   network are held by its host the same way.
  *
+ * - floating IPs (Neutron's NAT): a floating IP bound to a lab port reaches the host of the
+ *   port's fixed IP, whichever server holds the port now (see floating.ts).
+ *
  * Servers without a port on the lab network are not hosts. Reconciles run one at a time; events
  * during one make one more.
  */
 import type { ServerLifecycleEvent, ServerView } from '../sim/openstack/index.ts';
 import { compareIps } from './addresses.ts';
+import type { FloatingNat } from './floating.ts';
 import type { Fleet, LabLogger } from './hosts.ts';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -52,6 +56,8 @@ export interface ProvisionerOptions {
   nodes?: LabNodes;
   /** When a failed Node's pods are evicted (the real default toleration: 300 s). @default 300000 */
   podEvictionTimeoutMs?: number;
+  /** The NAT of floating IPs bound to lab ports (none: floating IPs do not answer). */
+  floating?: FloatingNat;
   logger?: LabLogger;
 }
 
@@ -64,6 +70,8 @@ interface Desired {
   extra: string[];
   /** `allowed_address_pairs` addresses of its lab ports. */
   allowed: string[];
+  /** Floating IPs bound to its lab ports -> the fixed IP each maps to. */
+  floating: [string, string][];
   createdAt: string;
 }
 
@@ -188,8 +196,9 @@ export class Provisioner {
         .flatMap((p) => p.allowedAddresses)
         .map((a) => a.replace(/\/32$/, ''))
         .filter((a) => fleet.subnet.contains(a));
+      const floating = ports.flatMap((p) => p.floatingIps ?? []).filter((f) => fleet.subnet.contains(f.fixedIp)).map((f): [string, string] => [f.floatingIp, f.fixedIp]);
       // two servers on one address (a replacement in the middle of a Heat step): the newer wins
-      out.set(primary, { ip: primary, serverId: v.id, serverName: v.name, running: v.status === 'ACTIVE', extra, allowed, createdAt: v.createdAt });
+      out.set(primary, { ip: primary, serverId: v.id, serverName: v.name, running: v.status === 'ACTIVE', extra, allowed, floating, createdAt: v.createdAt });
     }
     return out;
   }
@@ -309,6 +318,12 @@ export class Provisioner {
       });
     }
     await this.placeAddresses(want).catch((e: Error) => errors.push(`addresses: ${e.message}`));
+    if (this.o.floating) {
+      // Neutron's NAT follows the port: whichever server holds it now (a healed one too)
+      const nat = new Map<string, string>();
+      for (const d of want.values()) for (const [f, x] of d.floating) nat.set(f, x);
+      await this.o.floating.apply(nat).catch((e: Error) => errors.push(`floating IPs: ${e.message}`));
+    }
     if (errors.length > 0) throw new Error(errors.join('; '));
   }
 

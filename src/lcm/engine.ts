@@ -8,6 +8,7 @@ import type { AppContext } from '../core/services.ts';
 import { InfraDriverRegistry } from '../infra/infra-driver.ts';
 import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
 import { createOpenStackDriver } from '../infra/openstack/index.ts';
+import { ownerInstanceId } from '../mgmt/lb/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
 import { createNodePortLbDriver } from '../mgmt/drivers/cnf-nodeport-lb/index.ts';
 import { createKubeadmDriver, driverConfig as kubeadmConfig } from '../mgmt/drivers/k8s-kubeadm/index.ts';
@@ -16,9 +17,11 @@ import { ScriptMgmtDriver } from '../mgmt/script-runner.ts';
 import { ConfigError } from '../config.ts';
 import { createGrantClient, type GrantClient } from '../nfvo/grant-client.ts';
 import { tlsFetch } from '../net/tls-fetch.ts';
+import { isVnfmError } from '../errors.ts';
 import { Executor } from './executor.ts';
 import { LcmService } from './lcm-service.ts';
 import { MgmtStore } from './mgmt-context.ts';
+import { activeOpOcc } from './op-occ-repo.ts';
 import { OpOccStates } from './op-occ-state.ts';
 import { Runner } from './runner.ts';
 
@@ -52,6 +55,21 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
     throw new ConfigError((e as Error).message);
   }
   const mgmtStore = new MgmtStore(ctx.store.db, ctx.box, ctx.vims);
+  // A section of an external LB is stale when its VNF instance is unknown here, or not
+  // instantiated with no operation in progress (a failed instantiate marked failed, a deleted
+  // instance): the drivers remove it when it is in the way of another owner's section.
+  const lbOwnerIsStale = async (owner: string): Promise<boolean> => {
+    const id = ownerInstanceId(owner);
+    if (id === undefined) return false;
+    try {
+      const inst = await ctx.instances.get(id);
+      if (inst.instantiationState === 'INSTANTIATED') return false;
+    } catch (e) {
+      if (isVnfmError(e) && e.code === 'VNFM_ERR_INST_NOT_FOUND') return true;
+      throw e;
+    }
+    return (await activeOpOcc(ctx.store.db, id)) === undefined;
+  };
   mgmt.register(createKubeadmDriver());
   mgmt.register(
     createKubesprayDriver({
@@ -63,9 +81,10 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
         }
         return undefined;
       },
+      lbOwnerIsStale,
     }),
   );
-  mgmt.register(createNodePortLbDriver({ kubeClient: { outbound: ctx.vimOutbound } }));
+  mgmt.register(createNodePortLbDriver({ kubeClient: { outbound: ctx.vimOutbound }, lb: { ownerIsStale: lbOwnerIsStale } }));
   mgmt.register(new ScriptMgmtDriver());
   const grants = createGrantClient(ctx.config, ctx.outbound.fetch(ctx.config.grants.caFile ? tlsFetch({ ca: readFileSync(ctx.config.grants.caFile, 'utf8') }) : undefined));
   let runner: Runner | undefined;

@@ -48,6 +48,8 @@ export async function startLabFor(config: VnfmConfig, openstack: unknown, log: L
       dataDir: config.dataDir,
       cidr: l.cidr,
       network: l.network,
+      floatingNetwork: l.floatingNetwork,
+      floatingCidr: l.floatingCidr,
       user: l.user,
       ...(l.password !== undefined ? { password: l.password } : {}),
       kubernetesPort: l.kubernetesPort,

@@ -220,10 +220,17 @@ export class MgmtRunner {
     this.drivers.push(d);
   }
 
-  /** The built-in driver claiming this hook of the flavour, if any. */
+  /**
+   * The built-in driver claiming this hook of the flavour, if any. A rollback hook the flavour does
+   * not bind (`<op>_rollback_start|end`) goes to the built-in driver claiming `<op>_end`: the
+   * driver that did the work may undo it (it acts only when its `applies()` says so).
+   */
   claimer(flavour: FlavourModel, hook: string): MgmtDriver | undefined {
     const art = hookArtifact(flavour, hook);
-    return art ? this.drivers.find((d) => d.claims?.(art) === true) : undefined;
+    if (art) return this.drivers.find((d) => d.claims?.(art) === true);
+    const m = /^(.+)_rollback_(?:start|end)$/.exec(hook);
+    const forward = m ? hookArtifact(flavour, `${m[1]}_end`) : undefined;
+    return forward ? this.drivers.find((d) => d.claims?.(forward) === true) : undefined;
   }
 
   private acting(ctx: MgmtContext): MgmtDriver[] {

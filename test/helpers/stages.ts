@@ -9,7 +9,8 @@
  * | `tacker-cli` | the `openstack vnflcm` CLI (Debian package python3-tackerclient)         |
  * | `kubectl`    | the `kubectl` binary                                                     |
  * | `lab`        | root, `ip netns`, and the Debian packages openssh-server, etcd-server,   |
- * |              | etcd-client, haproxy, ansible, sshpass, sudo (the live-VM lab, docs/lab.md) |
+ * |              | etcd-client, haproxy, ansible, sshpass, sudo, nftables (the live-VM lab,  |
+ * |              | docs/lab.md)                                                               |
  * | `browser`    | Debian's Chromium at /usr/bin/chromium (the dashboard's browser tests)   |
  *
  * A test file asks for its stage at load time (`const pg = await stage('pg')`) and passes
@@ -172,7 +173,7 @@ const PROBES: Record<StageName, () => Promise<string | undefined>> = {
   browser: async () => probeCommand('/usr/bin/chromium', ['--headless', '--no-sandbox', '--disable-gpu', '--dump-dom', 'about:blank'], 'Chromium (/usr/bin/chromium)', 'install the Debian package chromium'),
 };
 
-const LAB_FIX = 'run as root on Debian 12 with the packages openssh-server etcd-server etcd-client haproxy ansible sshpass sudo (`sudo bash scripts/test-all.sh` installs them)';
+const LAB_FIX = 'run as root on Debian 12 with the packages openssh-server etcd-server etcd-client haproxy ansible sshpass sudo nftables (`sudo bash scripts/test-all.sh` installs them)';
 
 async function probeLab(): Promise<string | undefined> {
   if (process.getuid?.() !== 0) return `the live-VM lab needs root (network namespaces): ${LAB_FIX}`;
@@ -185,7 +186,8 @@ async function probeLab(): Promise<string | undefined> {
     probeCommand('haproxy', ['-v'], 'haproxy', LAB_FIX, sbin) ??
     probeCommand('ansible-playbook', ['--version'], 'ansible-playbook (ansible)', LAB_FIX, sbin) ??
     probeCommand('sshpass', ['-V'], 'sshpass', LAB_FIX, sbin) ??
-    probeCommand('visudo', ['-V'], 'sudo and visudo (sudo)', LAB_FIX, sbin)
+    probeCommand('visudo', ['-V'], 'sudo and visudo (sudo)', LAB_FIX, sbin) ??
+    probeCommand('nft', ['--version'], 'nft (nftables: the floating IPs of the lab)', LAB_FIX, sbin)
   );
 }
 

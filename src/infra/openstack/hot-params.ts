@@ -14,10 +14,14 @@
  * - `VDU.<vduId>.vcImageId`: granted image (`vimAssets.softwareImages`), else the VDU's
  *   `sw_image_data.name`; also `VDU.<storageId>.vcImageId` for a virtual storage with an image
  *   (boot volumes, as in Tacker's samples).
+ * - `VDU.<vduId>.flavor` / `VDU.<vduId>.image` (and `VDU.<storageId>.image`): the same two values
+ *   under the names Tacker's v1 "UserData" BaseHOTs read (e.g. its Kubernetes cluster packages:
+ *   `get_param: [nfv, VDU, masterNode, flavor]`), so both template styles get the VNFD's flavour
+ *   and image whichever keys they read.
  * - `VDU.<vduId>.desired_capacity`: the number of VNFCs the VNF must have after the operation.
  * - `VDU.<vduId>.locationConstraints`: the zone the grant placed the VDU in.
- * - `CP.<cpdId>.{network, fixed_ips[{ip_address?, subnet?}], port?}`: from the request's
- *   `extVirtualLinks` (external connection points only).
+ * - `CP.<cpdId>.{network, fixed_ips[{ip_address?, subnet?}], mac_address?, port?}`: from the
+ *   request's `extVirtualLinks` (external connection points only).
  */
 import { parse as parseYaml } from 'yaml';
 import type { FlavourModel } from '../../packages/vnfd-model.ts';
@@ -147,6 +151,8 @@ function cpParams(extVirtualLinks: readonly unknown[] | undefined): JsonObject {
         if (port) entry.port = port;
         for (const pd of arr(cfg.cpProtocolData)) {
           if (!isObject(pd) || !isObject(pd.ipOverEthernet)) continue;
+          const mac = str(pd.ipOverEthernet.macAddress);
+          if (mac) entry.mac_address = mac;
           for (const ip of arr(pd.ipOverEthernet.ipAddresses)) {
             if (!isObject(ip)) continue;
             const subnet = str(ip.subnetId);
@@ -161,6 +167,35 @@ function cpParams(extVirtualLinks: readonly unknown[] | undefined): JsonObject {
     }
   }
   return out;
+}
+
+/** The VDU keys that name the same value: the SOL (v2) name and the Tacker v1 "UserData" one. */
+const VDU_KEY_ALIASES: readonly (readonly [string, string])[] = [
+  ['computeFlavourId', 'flavor'],
+  ['vcImageId', 'image'],
+];
+
+/**
+ * A copy of one layer of the `nfv` value where each VDU entry that sets only one key of an alias
+ * pair sets the other too (a value or `null`), so a template reading either key sees the value
+ * of the layer that last set either (a user's `computeFlavourId` also changes `flavor`).
+ */
+function withAliases(layer: JsonObject): JsonObject {
+  if (!isObject(layer.VDU)) return layer;
+  const vdus: JsonObject = {};
+  for (const [name, entry] of Object.entries(layer.VDU)) {
+    if (!isObject(entry)) {
+      vdus[name] = entry;
+      continue;
+    }
+    const e: JsonObject = { ...entry };
+    for (const [a, b] of VDU_KEY_ALIASES) {
+      if (Object.hasOwn(e, a) && !Object.hasOwn(e, b)) e[b] = e[a];
+      else if (Object.hasOwn(e, b) && !Object.hasOwn(e, a)) e[a] = e[b];
+    }
+    vdus[name] = e;
+  }
+  return { ...layer, VDU: vdus };
 }
 
 /**
@@ -186,14 +221,14 @@ export function buildNfvParameter(input: NfvBuildInput): JsonObject {
     const image = assets.images.get(st.id) ?? st.swImage?.name;
     if (image && !(st.id in vdus)) vdus[st.id] = { vcImageId: image };
   }
-  let nfv = mergePatch({ VDU: vdus, CP: cpParams(input.extVirtualLinks) }, input.current ?? {}) as JsonObject;
+  let nfv = mergePatch(withAliases({ VDU: vdus, CP: cpParams(input.extVirtualLinks) }), withAliases(input.current ?? {})) as JsonObject;
   // The count is never taken from the stack: it is what this operation must reach.
   const counts: JsonObject = {};
   for (const [vduId, n] of Object.entries(input.vduCounts)) if (Object.hasOwn(flavour.vdus, vduId)) counts[vduId] = { desired_capacity: n };
   nfv = mergePatch(nfv, { VDU: counts }) as JsonObject;
   const grantNfv = isObject(input.grant) && isObject(input.grant.additionalParams) ? input.grant.additionalParams.nfv : undefined;
-  if (isObject(grantNfv)) nfv = mergePatch(nfv, grantNfv) as JsonObject;
-  if (isObject(input.requestNfv)) nfv = mergePatch(nfv, input.requestNfv) as JsonObject;
+  if (isObject(grantNfv)) nfv = mergePatch(nfv, withAliases(grantNfv)) as JsonObject;
+  if (isObject(input.requestNfv)) nfv = mergePatch(nfv, withAliases(input.requestNfv)) as JsonObject;
   if (isObject(nfv.CP) && Object.keys(nfv.CP).length === 0) delete nfv.CP;
   return nfv;
 }

@@ -54,6 +54,12 @@ export function lbOwner(kind: 'cnf' | 'cluster', instanceId: string): string {
   return `${kind}-${instanceId}`;
 }
 
+/** The VNF instance a section belongs to (`cnf-<id>` / `cluster-<id>`), undefined for other owners. */
+export function ownerInstanceId(owner: string): string | undefined {
+  const m = /^(?:cnf|cluster)-(.+)$/.exec(owner);
+  return m ? m[1] : undefined;
+}
+
 /** A name part reduced to HAProxy-safe characters. */
 function safe(s: string): string {
   return s.replace(/[^A-Za-z0-9_.-]/g, '-');
@@ -210,16 +216,27 @@ export function shapeOf(text: string): LbShape {
 
 /** Frontend/backend names or bind ports of `c` that another owner (or the base) already uses. */
 export function conflicts(parsed: ParsedLbConfig, c: LbOwnerConfig): string[] {
-  const out: string[] = [];
+  return conflictsBy(parsed, c).map((x) => x.message);
+}
+
+/** The other owners whose sections clash with `c` (names or ports), in file order. */
+export function conflictingOwners(parsed: ParsedLbConfig, c: LbOwnerConfig): string[] {
+  return [...new Set(conflictsBy(parsed, c).flatMap((x) => (x.owner === undefined ? [] : [x.owner])))];
+}
+
+/** Each clash with who causes it (`owner` undefined: the base configuration). */
+export function conflictsBy(parsed: ParsedLbConfig, c: LbOwnerConfig): { owner: string | undefined; message: string }[] {
+  const out: { owner: string | undefined; message: string }[] = [];
   const mine = new Map(c.frontends.map((f) => [f.name, f.bind]));
   const ports = new Map(c.frontends.map((f) => [f.bind, f.name]));
-  const check = (who: string, text: string): void => {
+  const check = (owner: string | undefined, text: string): void => {
+    const who = owner === undefined ? 'the base configuration' : `owner ${owner}`;
     const shape = shapeOf(text);
-    for (const n of new Set([...shape.frontends.keys(), ...shape.backends.keys()])) if (mine.has(n)) out.push(`${n} is already defined by ${who}`);
-    for (const [n, ps] of shape.frontends) for (const p of ps) if (ports.has(p)) out.push(`port ${p} (${ports.get(p)}) is already bound by ${n} of ${who}`);
+    for (const n of new Set([...shape.frontends.keys(), ...shape.backends.keys()])) if (mine.has(n)) out.push({ owner, message: `${n} is already defined by ${who}` });
+    for (const [n, ps] of shape.frontends) for (const p of ps) if (ports.has(p)) out.push({ owner, message: `port ${p} (${ports.get(p)}) is already bound by ${n} of ${who}` });
   };
-  check('the base configuration', parsed.base);
-  for (const [o, text] of parsed.owners) if (o !== c.owner) check(`owner ${o}`, text);
+  check(undefined, parsed.base);
+  for (const [o, text] of parsed.owners) if (o !== c.owner) check(o, text);
   return out;
 }
 

@@ -31,6 +31,13 @@
  * (`LbApplyResult.drift`, `LbState.fileDrift` / `owners[o].drift`) and overwritten by the next
  * apply of that owner.
  *
+ * Stale sections: the owner of a section is named in its markers (`cluster-<instance id>`,
+ * `cnf-<instance id>`). With `LbHostOptions.ownerIsStale` (the engine answers it from its database:
+ * the instance is unknown, or NOT_INSTANTIATED with no operation in progress), a stale section in
+ * the way of the owner being applied is removed in the same validated write and reported
+ * (`LbApplyResult.removedStale`, `onStaleOwnerRemoved`); other clashes refuse, naming each owner
+ * and its instance.
+ *
  * Errors (VnfmError, terminal: the op goes FAILED_TEMP and a retry re-runs the apply):
  * - `VNFM_ERR_MGMT_REFUSED`: invalid names/ports, or a frontend name / bind port another owner or
  *   the base already uses (nothing written);
@@ -45,6 +52,7 @@ export {
   checkOwnerConfig,
   composeLbConfig,
   conflicts,
+  conflictingOwners,
   DEFAULT_CHECK,
   defaultBase,
   type LbFrontend,
@@ -57,6 +65,7 @@ export {
   membershipOnly,
   nodePortFrontends,
   nodePortServers,
+  ownerInstanceId,
   parseLbConfig,
   parseOwnerSection,
   type ParsedLbConfig,

@@ -25,11 +25,13 @@ import { shQuote } from '../ssh/ssh-executor.ts';
 import {
   checkOwnerConfig,
   composeLbConfig,
+  conflictingOwners,
   conflicts,
   defaultBase,
   type LbOwnerConfig,
   type LbNode,
   membershipOnly,
+  ownerInstanceId,
   parseLbConfig,
   parseOwnerSection,
   type ParsedLbConfig,
@@ -67,6 +69,15 @@ export interface LbHostOptions {
   signal?: AbortSignal;
   /** Name of the LB in messages. @default the SSH host */
   name?: string;
+  /**
+   * Whether another owner's section is stale: its VNF instance is unknown to the VNFM, or not
+   * instantiated with no operation in progress (a rolled-back, failed or deleted instance left it).
+   * A stale section that clashes with the owner being applied is removed in the same write;
+   * without this, every clash refuses.
+   */
+  ownerIsStale?: (owner: string) => Promise<boolean>;
+  /** Told of each stale section removed (to log it). */
+  onStaleOwnerRemoved?: (owner: string, ports: number[]) => void;
 }
 
 /** What an apply did. */
@@ -84,6 +95,8 @@ export interface LbApplyResult {
   ports: { before: number[]; after: number[] };
   /** Runtime API commands sent (action `runtime`). */
   runtime?: string[];
+  /** Stale sections of other owners removed because they were in the way ({@link LbHostOptions.ownerIsStale}). */
+  removedStale?: string[];
 }
 
 /** What the LB holds now. */
@@ -324,11 +337,30 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
     section: expected !== undefined && (liveSection === undefined ? expected !== null : sha256(liveSection) !== expected),
   };
   const section = desired ? renderOwnerSection(desired) : undefined;
-  if (desired) {
-    const clash = conflicts(parsed, desired);
-    if (clash.length > 0) throw terminalError('VNFM_ERR_MGMT_REFUSED', `the load balancer ${h.name} cannot publish ${owner}: ${clash.join('; ')}`);
-  }
   const owners = new Map(parsed.owners);
+  const removedStale: string[] = [];
+  if (desired) {
+    // sections in the way whose instance is gone (or never got instantiated) go; others refuse
+    const inUse = new Map<string, 'in use' | 'stale check unavailable'>();
+    for (const o of conflictingOwners(parsed, desired)) {
+      if (h.o.ownerIsStale && (await h.o.ownerIsStale(o))) {
+        h.o.onStaleOwnerRemoved?.(o, portsOf(owners.get(o)));
+        owners.delete(o);
+        removedStale.push(o);
+      } else inUse.set(o, h.o.ownerIsStale ? 'in use' : 'stale check unavailable');
+    }
+    const clash = conflicts({ base: parsed.base, owners }, desired);
+    if (clash.length > 0) {
+      const who = [...inUse].map(([o, why]) => {
+        const id = ownerInstanceId(o);
+        return id === undefined ? `${o} (not a VNF instance's section)` : `${o} (VNF instance ${id}${why === 'in use' ? ', which still exists and is instantiated or has an operation in progress' : ''})`;
+      });
+      throw terminalError(
+        'VNFM_ERR_MGMT_REFUSED',
+        `the load balancer ${h.name} cannot publish ${owner}: ${clash.join('; ')}${who.length > 0 ? `; sections in the way: ${who.join(', ')}` : ''}`,
+      );
+    }
+  }
   if (section) owners.set(owner, section);
   else owners.delete(owner);
   const next = composeLbConfig(parsed.base, owners);
@@ -336,7 +368,7 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   const after = portsOf(section);
   const fileHash = sha256(next);
   const record = recordOf(next, owners, owner, recorded);
-  const base = { owner, hash, fileHash, ports: { before, after }, ...(drift.file || drift.section ? { drift } : {}) };
+  const base = { owner, hash, fileHash, ports: { before, after }, ...(drift.file || drift.section ? { drift } : {}), ...(removedStale.length > 0 ? { removedStale } : {}) };
   const running = await h.running();
   if (text === next && running) {
     // nothing written: the record stays (a drift elsewhere in the file stays visible), unless there is none yet
@@ -367,7 +399,8 @@ async function apply(h: LbHost, owner: string, desired: LbOwnerConfig | undefine
   await h.swap(staged, record);
   const action = running ? 'reload' : 'start';
   await h.run(running ? h.o.reloadCommand : h.o.startCommand, `${action} haproxy`);
-  await waitPorts(h, after, before.filter((p) => !after.includes(p)));
+  const staleGone = removedStale.flatMap((o) => portsOf(parsed.owners.get(o)));
+  await waitPorts(h, after, [...new Set([...before, ...staleGone])].filter((p) => !after.includes(p)));
   if (desired) await verifyServers(h, adminSocketPath(next), desired);
   return { ...base, action };
 }

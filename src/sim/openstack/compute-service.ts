@@ -120,6 +120,8 @@ export interface ServerPortView {
   readonly fixedIps: readonly string[];
   /** `allowed_address_pairs` IP addresses (or CIDRs) of the port. */
   readonly allowedAddresses: readonly string[];
+  /** Floating IPs bound to the port, each with the fixed IP Neutron's NAT maps it to. */
+  readonly floatingIps: readonly { floatingIp: string; fixedIp: string }[];
 }
 
 /** Saved state of the simulated Nova (see {@link ComputeService.snapshot}). */
@@ -250,6 +252,7 @@ export class ComputeService {
         networkName: this.network.networks.get(p.networkId)?.name ?? '',
         fixedIps: p.fixedIps.map((f) => f.ip_address),
         allowedAddresses: p.allowedAddressPairs.map((a) => a.ip_address).filter((a) => a !== ''),
+        floatingIps: this.network.floatingOf(p.id),
       });
     }
     return { id: s.id, name: s.name, status: s.status, host: s.host, createdAt: s.createdAt, stackId: s.owner?.stackId ?? null, ports };
@@ -282,10 +285,20 @@ export class ComputeService {
     return f;
   }
 
-  /** Finds a flavor by id or name; unknown names get a generic flavor so any package's flavor "exists". */
+  /** Finds a flavor by id or name; undefined when the cloud has none of that id or name. */
+  findFlavor(ref: string): SimFlavor | undefined {
+    return this.flavors.get(ref) ?? [...this.flavors.values()].find((x) => x.name === ref);
+  }
+
+  /**
+   * Finds a flavor by id or name; throws {@link ComputeError} for an unknown or empty reference,
+   * as Nova refuses a server whose flavor does not exist (the builtin `m1.*` flavors and those
+   * `OS::Nova::Flavor` or the admin API made are known).
+   */
   resolveFlavor(ref: string): SimFlavor {
-    const f = this.flavors.get(ref) ?? [...this.flavors.values()].find((x) => x.name === ref);
-    return f ?? this.addFlavor({ name: ref });
+    const f = ref === '' ? undefined : this.findFlavor(ref);
+    if (!f) throw new ComputeError(`Flavor ${ref === '' ? '(empty)' : ref} could not be found.`);
+    return f;
   }
 
   createServerGroup(p: { name: string; policies: string[]; projectId: string }): SimServerGroup {
@@ -350,6 +363,10 @@ export class ComputeService {
     userData?: string | null;
     owner?: { stackId: string; resourceName: string };
   }): SimServer {
+    const flavor = this.resolveFlavor(p.flavor);
+    if (p.image === '' && p.volumeIds.length === 0) {
+      throw new ComputeError(`Neither image nor bootable volume is specified for instance ${p.name}.`);
+    }
     const host = this.schedule(p.groupId);
     this.instanceCounter += 1;
     const now = isoSeconds();
@@ -360,7 +377,7 @@ export class ComputeService {
       userId: p.userId,
       status: 'ACTIVE',
       host,
-      flavor: this.resolveFlavor(p.flavor).name,
+      flavor: flavor.name,
       image: p.image,
       availabilityZone: p.availabilityZone || 'nova',
       metadata: p.metadata ?? {},
@@ -541,7 +558,8 @@ export class ComputeService {
 
   /** The Nova server document (`GET /servers/{id}`), shaped after the requested microversion. */
   serverDoc(s: SimServer, microversion: [number, number] = [2, 1]): Record<string, unknown> {
-    const flavor = this.resolveFlavor(s.flavor);
+    // A flavor deleted after the server was built still shows, as in Nova (the server keeps a copy).
+    const flavor = this.findFlavor(s.flavor) ?? { id: s.flavor, name: s.flavor, vcpus: 1, ram: 512, disk: 1, ephemeral: 0, swap: 0, isPublic: true, extraSpecs: {} };
     const newFlavor = microversion[0] > 2 || (microversion[0] === 2 && microversion[1] >= 47);
     const vmState = s.status === 'ACTIVE' ? 'active' : s.status === 'SHUTOFF' ? 'stopped' : s.status === 'ERROR' ? 'error' : 'building';
     const doc: Record<string, unknown> = {

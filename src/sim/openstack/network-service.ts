@@ -437,7 +437,33 @@ export class NetworkService {
       projectId: p.projectId,
     };
     this.floatingIps.set(fip.id, fip);
+    if (fip.portId) this.portChanged(fip.portId, 'update');
     return fip;
+  }
+
+  /**
+   * Binds a floating IP to a port (its first fixed IP unless `fixedIpAddress`), or unbinds it
+   * (`portId` null); the ports it leaves and joins are reported as changed (observers such as the
+   * lab follow the NAT).
+   */
+  associateFloatingIp(id: string, portId: string | null, fixedIpAddress?: string | null): void {
+    const fip = this.floatingIps.get(id);
+    if (!fip) return;
+    const before = fip.portId;
+    fip.portId = portId;
+    fip.fixedIpAddress = fixedIpAddress ?? (portId ? (this.ports.get(portId)?.fixedIps[0]?.ip_address ?? null) : null);
+    for (const p of new Set([before, portId])) if (p) this.portChanged(p, 'update');
+  }
+
+  /** Floating IPs bound to a port: address and the fixed IP it maps to. */
+  floatingOf(portId: string): { floatingIp: string; fixedIp: string }[] {
+    const out: { floatingIp: string; fixedIp: string }[] = [];
+    for (const f of this.floatingIps.values()) {
+      if (f.portId !== portId) continue;
+      const fixed = f.fixedIpAddress ?? this.ports.get(portId)?.fixedIps[0]?.ip_address;
+      if (fixed) out.push({ floatingIp: f.floatingIpAddress, fixedIp: fixed });
+    }
+    return out;
   }
 
   deleteFloatingIp(id: string): void {
@@ -446,6 +472,7 @@ export class NetworkService {
     const net = this.networks.get(fip.floatingNetworkId);
     for (const sid of net?.subnetIds ?? []) this.subnets.get(sid)?.used.delete(fip.floatingIpAddress);
     this.floatingIps.delete(id);
+    if (fip.portId) this.portChanged(fip.portId, 'update');
   }
 
   /** Creates a router. */

@@ -60,11 +60,44 @@ describe('nfv parameter builder', () => {
       current: { VDU: { VDU1: { desired_capacity: 1, vcImageId: 'kept-user-image' } }, CP: { X: { network: 'n' } } },
       requestNfv: { VDU: { VDU1: { computeFlavourId: 'user-flavour' } } },
     }) as { VDU: Record<string, Record<string, unknown>>; CP: Record<string, Record<string, unknown>> };
-    assert.deepEqual(nfv.VDU.VDU1, { computeFlavourId: 'user-flavour', vcImageId: 'kept-user-image', locationConstraints: 'az-1', desired_capacity: 3 });
+    assert.deepEqual(nfv.VDU.VDU1, {
+      computeFlavourId: 'user-flavour',
+      flavor: 'user-flavour',
+      vcImageId: 'kept-user-image',
+      image: 'kept-user-image',
+      locationConstraints: 'az-1',
+      desired_capacity: 3,
+    });
     assert.equal(nfv.VDU.VDU2?.vcImageId, 'image-uuid-2');
+    assert.equal(nfv.VDU.VDU2?.image, 'image-uuid-2');
     assert.equal(nfv.VDU.VDU2?.computeFlavourId, 'from-grant');
+    assert.equal(nfv.VDU.VDU2?.flavor, 'from-grant');
     assert.deepEqual(nfv.CP.VDU2_CP1, { network: 'net-uuid', fixed_ips: [{ ip_address: '10.0.0.5', subnet: 'sub-1' }] });
     assert.deepEqual(nfv.CP.X, { network: 'n' });
+  });
+
+  it("also fills Tacker v1 UserData keys (flavor, image, CP mac_address); a layer setting either key of a pair sets both", () => {
+    const vdu1 = flavour.vdus.VDU1;
+    const nfv = buildNfvParameter({
+      flavour,
+      vduCounts: { VDU1: 1, VDU2: 1 },
+      extVirtualLinks: [
+        {
+          id: 'ext1',
+          resourceId: 'net-uuid',
+          extCps: [{ cpdId: 'VDU1_CP1', cpConfig: [{ cpProtocolData: [{ layerProtocol: 'IP_OVER_ETHERNET', ipOverEthernet: { macAddress: 'fa:16:3e:00:00:01', ipAddresses: [{ type: 'IPV4', numDynamicAddresses: 1 }] } }] }] }],
+        },
+      ],
+      current: { VDU: { VDU2: { flavor: 'old-flavour', computeFlavourId: 'old-flavour' } } },
+      requestNfv: { VDU: { VDU2: { computeFlavourId: 'new-flavour' }, VDU1: { image: 'user-image' } } },
+    }) as { VDU: Record<string, Record<string, unknown>>; CP: Record<string, Record<string, unknown>> };
+    assert.equal(nfv.VDU.VDU1?.flavor, vdu1?.flavour?.requestedAdditionalCapabilityNames[0]);
+    assert.equal(nfv.VDU.VDU1?.computeFlavourId, nfv.VDU.VDU1?.flavor);
+    assert.equal(nfv.VDU.VDU1?.image, 'user-image');
+    assert.equal(nfv.VDU.VDU1?.vcImageId, 'user-image');
+    assert.equal(nfv.VDU.VDU2?.flavor, 'new-flavour');
+    assert.equal(nfv.VDU.VDU2?.computeFlavourId, 'new-flavour');
+    assert.deepEqual(nfv.CP.VDU1_CP1, { network: 'net-uuid', mac_address: 'fa:16:3e:00:00:01' });
   });
 
   it('merge-patches per RFC 7396 and reads Heat parameter strings', () => {

@@ -223,4 +223,44 @@ describe('LB reconciler on the lab\'s load-balancer host (real HAProxy)', { skip
     assert.equal(await answer(lbIp, 30101), 'refused');
     assert.deepEqual((await readLbState(lb)).owners, {});
   });
+
+  it('a stale section in the way (its instance gone) is removed with the new owner\'s apply and reported; one in use refuses, naming its owner and instance', async () => {
+    const [p1] = ports as [number];
+    const apiFe = (owner: string) => ({ owner, frontends: [fe('kubernetes-apiserver', 30105, [{ name: `${owner}-master`, port: p1 }])] });
+    // a section left behind by an instance that no longer exists
+    await reconcileOwner(lb, apiFe('cluster-gone-1'));
+    assert.equal(await answer(lbIp, 30105), 'a1\n');
+    // without a stale check: refused, naming the owner and its instance, nothing written
+    const text = (await readLbState(lb)).text;
+    await assert.rejects(reconcileOwner(lb, apiFe('cluster-new-2')), (e: unknown) => {
+      assert.ok(isVnfmError(e) && e.code === 'VNFM_ERR_MGMT_REFUSED', String(e));
+      assert.match(e.message, /kubernetes-apiserver is already defined by owner cluster-gone-1/);
+      assert.match(e.message, /sections in the way: cluster-gone-1 \(VNF instance gone-1\)/);
+      return true;
+    });
+    // the owner still in use: refused too
+    const asked: string[] = [];
+    await assert.rejects(
+      reconcileOwner(lb, apiFe('cluster-new-2'), {
+        ownerIsStale: async (o) => {
+          asked.push(o);
+          return false;
+        },
+      }),
+      (e: unknown) => isVnfmError(e) && /cluster-gone-1 \(VNF instance gone-1, which still exists/.test(e.message),
+    );
+    assert.deepEqual(asked, ['cluster-gone-1']);
+    assert.equal((await readLbState(lb)).text, text, 'nothing written');
+    // the stale one goes in the same validated write, and is reported
+    const removed: string[] = [];
+    const r = await reconcileOwner(lb, apiFe('cluster-new-2'), { ownerIsStale: async (o) => o === 'cluster-gone-1', onStaleOwnerRemoved: (o) => removed.push(o) });
+    assert.deepEqual(r.removedStale, ['cluster-gone-1']);
+    assert.deepEqual(removed, ['cluster-gone-1']);
+    const st = await readLbState(lb);
+    assert.deepEqual(Object.keys(st.owners), ['cluster-new-2']);
+    assert.doesNotMatch(st.text ?? '', /cluster-gone-1/);
+    assert.equal(await answer(lbIp, 30105), 'a1\n');
+    await removeOwner(lb, 'cluster-new-2');
+    assert.deepEqual((await readLbState(lb)).owners, {});
+  });
 });

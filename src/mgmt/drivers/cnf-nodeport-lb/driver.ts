@@ -187,7 +187,12 @@ export class NodePortLbMgmtDriver implements MgmtDriver {
     const a = this.access(ctx);
     const owner = lbOwner('cnf', ctx.instance.id);
     const state = ((await ctx.instanceState.get()) ?? {}) as DriverState;
-    const lbOpts: LbHostOptions = { ...(this.deps.lb ?? {}), signal: ctx.signal, name: a.sshIp };
+    const lbOpts: LbHostOptions = {
+      ...(this.deps.lb ?? {}),
+      signal: ctx.signal,
+      name: a.sshIp,
+      onStaleOwnerRemoved: (o, ports) => ctx.log.warn({ lb: a.sshIp, owner, staleOwner: o, ports }, 'cnf-nodeport-lb: a stale section of the load balancer (its VNF instance is gone or not instantiated) was in the way and was removed'),
+    };
     ctx.progress({ step: 'lb-connect', node: a.sshIp });
     const release = await ctx.lock(`lb:${a.sshIp}`);
     let session: SshSession | undefined;

@@ -32,6 +32,12 @@ export interface KubesprayDriverDeps {
   config?: Partial<KubesprayDriverConfig>;
   /** Finds the instance using an inventory path (the engine reads the drivers' sealed states). */
   inventoryOwner?: InventoryOwner;
+  /**
+   * Whether a section of the external LB belongs to a VNF instance that is gone or not
+   * instantiated with no operation in progress (the engine answers from its database); such a
+   * section in the way of the cluster's is removed. Without it, a clash refuses.
+   */
+  lbOwnerIsStale?: (owner: string) => Promise<boolean>;
 }
 
 function badRequest(e: unknown): never {
@@ -58,6 +64,9 @@ export class KubesprayMgmtDriver implements MgmtDriver {
 
   /** The flavour binds this hook to this driver (and the operation is one the hook acts on). */
   applies(ctx: MgmtContext): boolean {
+    // the rollback of an instantiate undoes what instantiate_end did, whether or not the VNFD
+    // binds a rollback hook of its own (Tacker's packages bind none)
+    if (ctx.hook === 'instantiate_rollback_start') return ctx.command.operation === 'INSTANTIATE' && appliesToHook({ ...ctx, hook: 'instantiate_end' }, (a) => this.claims(a));
     return appliesToHook(ctx, (a) => this.claims(a));
   }
 
@@ -68,7 +77,7 @@ export class KubesprayMgmtDriver implements MgmtDriver {
    * resuming after a crash is safe.
    */
   idempotent(ctx: MgmtContext): boolean {
-    return CLUSTER_HOOKS.has(ctx.hook);
+    return CLUSTER_HOOKS.has(ctx.hook) || ctx.hook === 'instantiate_rollback_start';
   }
 
   /** Acceptance: 400 malformed parameters / overrides / master scale; 422 inventory in use, master or LB heal target. */
@@ -163,7 +172,7 @@ export class KubesprayMgmtDriver implements MgmtDriver {
     const eff = this.effective(ctx);
     const params = parseKubesprayParams(eff.param, { instanceId: ctx.instance.id, packageFiles: ctx.vnfd?.files });
     const cfg = kubesprayConfig(ctx.config, this.deps.config);
-    const rc = new SprayRun(ctx, cfg, params, this.connect, this.kubeApi, this.clock);
+    const rc = new SprayRun(ctx, cfg, params, this.connect, this.kubeApi, this.clock, this.deps.lbOwnerIsStale);
     try {
       return await runSprayHook(rc, eff);
     } catch (e) {

@@ -76,6 +76,8 @@ export class SprayRun extends ClusterRunContext<KubesprayDriverConfig> {
     connectFn: SshConnect,
     kubeFactory: KubeApiFactory,
     clock: Clock,
+    /** Whether an LB section's owner is gone (see KubesprayDriverDeps.lbOwnerIsStale). */
+    readonly lbOwnerIsStale?: (owner: string) => Promise<boolean>,
   ) {
     super(ctx, cfg, DRIVER, connectFn, kubeFactory, clock, params.insecure, [params.masterNode, params.workerNode, params.ansible, params.externalLb]);
   }
@@ -342,7 +344,12 @@ export function sprayLbOptions(cfg: KubesprayDriverConfig, signal?: AbortSignal)
 }
 
 function lbOptions(rc: SprayRun): LbHostOptions {
-  return sprayLbOptions(rc.cfg, rc.signal);
+  return {
+    ...sprayLbOptions(rc.cfg, rc.signal),
+    ...(rc.lbOwnerIsStale ? { ownerIsStale: rc.lbOwnerIsStale } : {}),
+    onStaleOwnerRemoved: (owner, ports) =>
+      rc.warn(`a stale section of the load balancer's configuration (${owner}: its VNF instance is gone, or not instantiated with no operation in progress) was in the way of this cluster's and was removed`, { staleOwner: owner, ports }),
+  };
 }
 
 /** Converges the cluster's LB section (serialised per LB with other instances' drivers). */
@@ -409,6 +416,11 @@ export async function runSprayHook(rc: SprayRun, eff: SprayEffective): Promise<M
     case 'terminate_end':
       result = await teardown(rc, 'terminate');
       break;
+    case 'instantiate_rollback_start':
+      // the rollback of an instantiate that failed after instantiate_end began: what it added
+      // (LB section, inventory directory, a registered VIM) goes before the VMs do
+      if (cmd.operation === 'INSTANTIATE') result = await teardown(rc, 'rollback');
+      break;
     case 'scale_start':
       if (cmd.operation === 'SCALE' && cmd.type === 'SCALE_IN') result = await removeWorkers(rc, 'remove');
       break;
@@ -424,7 +436,7 @@ export async function runSprayHook(rc: SprayRun, eff: SprayEffective): Promise<M
     default:
       return undefined;
   }
-  if (result && eff.persist && ctx.hook !== 'terminate_end') {
+  if (result && eff.persist && ctx.hook !== 'terminate_end' && ctx.hook !== 'instantiate_rollback_start') {
     result.instantiateParams = eff.persist;
     const k = result.vnfInfoMetadata?.k8sCluster as SprayClusterMeta | null | undefined;
     if (k) k.credentialsVersion = ctx.opOcc.id;
@@ -620,7 +632,7 @@ async function addWorkers(rc: SprayRun, change: 'add' | 'heal'): Promise<MgmtRes
 }
 
 /** terminate_end and whole heal_start: VIM, LB section, inventory directory, sealed state. */
-async function teardown(rc: SprayRun, why: 'terminate' | 'heal'): Promise<MgmtResult> {
+async function teardown(rc: SprayRun, why: 'terminate' | 'heal' | 'rollback'): Promise<MgmtResult> {
   const ctx = rc.ctx;
   const prev = previousMeta(ctx);
   const name = prev?.vimName ?? rc.params.vimName;

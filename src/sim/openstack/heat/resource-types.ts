@@ -147,11 +147,7 @@ function serverPorts(ctx: LeafContext, networks: unknown): ServerPorts {
     const fip = str(n.floating_ip);
     const last = out.portIds[out.portIds.length - 1];
     if (fip && last) {
-      const f = ctx.network.floatingIps.get(fip);
-      if (f) {
-        f.portId = last;
-        f.fixedIpAddress = ctx.network.ports.get(last)?.fixedIps[0]?.ip_address ?? null;
-      }
+      if (ctx.network.floatingIps.has(fip)) ctx.network.associateFloatingIp(fip, last);
     }
   }
   return out;
@@ -164,6 +160,15 @@ function serverVolumes(props: Record<string, unknown>): string[] {
     if (id) ids.push(id);
   }
   return ids;
+}
+
+/** The image a `block_device_mapping_v2` entry boots from (boot from image into a new volume). */
+function bootImage(props: Record<string, unknown>): string | undefined {
+  for (const e of list(props.block_device_mapping_v2)) {
+    const image = str(obj(e).image) ?? str(obj(e).image_id);
+    if (image) return image;
+  }
+  return undefined;
 }
 
 function serverOf(ctx: LeafContext, state: LeafState): SimServer | undefined {
@@ -235,6 +240,12 @@ const server: LeafHandler = {
     return policy === 'REPLACE' && (oldProps.user_data ?? null) !== (newProps.user_data ?? null);
   },
   create(ctx, props) {
+    // Heat validates the flavor before anything is made (a get_param path the `nfv` parameter
+    // lacks gives an empty value, refused like an unknown name).
+    const flavorRef = str(props.flavor) ?? '';
+    if (!ctx.compute.findFlavor(flavorRef)) {
+      throw new ResourceError('StackValidationFailed', `Property error: ${ctx.resourceName}.Properties.flavor: Error validating value '${flavorRef}': The Flavor ID (${flavorRef}) could not be found.`);
+    }
     const ports = serverPorts(ctx, props.networks);
     try {
       const hints = obj(props.scheduler_hints);
@@ -245,8 +256,8 @@ const server: LeafHandler = {
         name: str(props.name) ?? ctx.physicalName(),
         projectId: ctx.projectId,
         userId: ctx.userId,
-        flavor: str(props.flavor) ?? 'm1.tiny',
-        image: str(props.image) ?? '',
+        flavor: flavorRef,
+        image: str(props.image) ?? bootImage(props) ?? '',
         availabilityZone: str(props.availability_zone),
         metadata,
         portIds: ports.portIds,
@@ -267,7 +278,11 @@ const server: LeafHandler = {
     const s = serverOf(ctx, state);
     if (!s) throw new ResourceError('NotFound', `Instance ${state.physicalId} could not be found.`);
     s.name = str(newProps.name) ?? s.name;
-    if (newProps.flavor !== oldProps.flavor) s.flavor = ctx.compute.resolveFlavor(str(newProps.flavor) ?? s.flavor).name;
+    if (newProps.flavor !== oldProps.flavor) {
+      const f = ctx.compute.findFlavor(str(newProps.flavor) ?? s.flavor);
+      if (!f) throw new ResourceError('StackValidationFailed', `Property error: ${ctx.resourceName}.Properties.flavor: The Flavor ID (${str(newProps.flavor) ?? ''}) could not be found.`);
+      s.flavor = f.name;
+    }
     if (newProps.image !== oldProps.image) s.image = str(newProps.image) ?? s.image;
     const metadata: Record<string, string> = {};
     for (const [k, v] of Object.entries(obj(newProps.metadata))) metadata[k] = typeof v === 'string' ? v : JSON.stringify(v);
@@ -727,10 +742,8 @@ const floatingIp: LeafHandler = {
     }
   },
   update(ctx, state, _old, props) {
-    const f = ctx.network.floatingIps.get(state.physicalId);
-    if (!f) return;
-    f.portId = str(props.port_id) ?? null;
-    f.fixedIpAddress = str(props.fixed_ip_address) ?? (f.portId ? (ctx.network.ports.get(f.portId)?.fixedIps[0]?.ip_address ?? null) : null);
+    if (!ctx.network.floatingIps.has(state.physicalId)) return;
+    ctx.network.associateFloatingIp(state.physicalId, str(props.port_id) ?? null, str(props.fixed_ip_address) ?? null);
   },
   delete(ctx, state) {
     ctx.network.deleteFloatingIp(state.physicalId);
