@@ -43,7 +43,7 @@ describe('VNFM process: stopping with open connections and an operation in fligh
   async function startVnfm(dataDir: string, extraEnv: Record<string, string> = {}): Promise<Vnfm> {
     const proc = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'src/cli/main.ts'), 'start', '--no-sim', '--data-dir', dataDir, '--port', '0', '--log-level', 'info'], {
       stdio: ['ignore', 'pipe', 'inherit'],
-      env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_SECRET_KEY: SECRET, VNFM_HEALTH_LIVENESS_PORT: '0', ...extraEnv },
+      env: { ...process.env, VNFM_SYNC_INTERVAL_MS: '0', VNFM_SECRET_KEY: SECRET, VNFM_HEALTH_LIVENESS_PORT: '0', VNFM_OUTBOUND_VIM_ALLOW: '127.0.0.0/8', ...extraEnv },
     });
     const lines: string[] = [];
     let buf = '';
