@@ -15,7 +15,9 @@
  *   capturing stdout/stderr bounded (the tail is kept), streaming complete lines, with a per-command
  *   timeout and abort that kill the remote command (SSH `signal` KILL, then channel close; for
  *   `sudo` commands also a root-side kill of every process the command started, found by a marker
- *   in their environment, since the server's signal runs as the login user).
+ *   in their environment, since the server's signal runs as the login user). Closing a session
+ *   kills its running commands by that marker before the disconnect, sudo or not (sshd leaves a
+ *   command without a terminal running when the connection ends).
  * - `sudo`: `sudo -S -p '' -- sh -c '<cmd>'` with the login password written first on the
  *   command's stdin (never on a command line); with key authentication, or when the account may
  *   sudo without a password (probed once per session with `sudo -n`), `sudo -n` (so no password
@@ -452,7 +454,7 @@ interface CoreResult {
 interface Running {
   /** Kills the remote command (signal + channel close) and settles its promise with `e`. */
   stop(e: Error): void;
-  /** Marker of a sudo command (for the root-side kill). */
+  /** The command's marker (for the kill by marker when the session closes; root-side for sudo). */
   marker: string | undefined;
   sudo: '-n' | '-S' | undefined;
 }
@@ -503,8 +505,8 @@ class Session implements SshSession {
   }
 
   /**
-   * Closes the connection. Running commands are killed first (and their promises rejected); for
-   * sudo commands the root-side kill runs before the disconnect (at most 10 s).
+   * Closes the connection. Running commands are killed first (and their promises rejected): the
+   * SSH signal, then a kill by marker (root-side for sudo commands) before the disconnect (at most 10 s).
    */
   close(): void {
     if (this.isClosed) return;
@@ -585,10 +587,16 @@ class Session implements SshSession {
     const what = `"${label}"`;
     if (this.connGone || (this.isClosed && !internal)) return Promise.reject(this.gone(`cannot run ${what}`));
     if (o.signal?.aborted) return Promise.reject(this.interrupted(`${what} not started`, o.signal));
-    const marker = sudo ? randomId() : undefined;
+    // every command the session may have to kill carries a marker in its environment: a root-side
+    // kill for sudo commands, and a kill before the disconnect for all (a server may ignore or
+    // drop the SSH `signal` request, and sshd leaves a non-pty command running when the
+    // connection ends)
+    const marker = internal ? undefined : randomId();
     const wire = sudo
       ? `sudo ${sudo === '-S' ? "-S -p ''" : '-n'} -- sh -c ${shQuote(`${MARKER_VAR}=${marker}; export ${MARKER_VAR}; exec sh -c ${shQuote(cmd)}`)}`
-      : cmd;
+      : marker
+        ? `${MARKER_VAR}=${marker}; export ${MARKER_VAR}; ${cmd}`
+        : cmd;
     const timeoutMs = o.timeoutMs ?? SSH_DEFAULT_EXEC_TIMEOUT_MS;
     const timed = Number.isFinite(timeoutMs) && timeoutMs > 0;
     const max = Math.max(1, o.maxOutputBytes ?? SSH_DEFAULT_MAX_OUTPUT_BYTES);
@@ -629,7 +637,7 @@ class Session implements SshSession {
             /* already closed */
           }
         }
-        if (marker && !this.isClosed) void this.killMarked(marker, sudo);
+        if (marker && sudo && !this.isClosed) void this.killMarked(marker, sudo);
       };
       const onAbort = (): void => {
         const e = this.interrupted(`${what} killed`, o.signal);
