@@ -64,11 +64,39 @@ if (exclusive.length > 1) {
 const concurrency = process.env.VNFM_TEST_CONCURRENCY ?? '2';
 const stageDir = mkdtempSync(join(tmpdir(), 'vnfm-test-stages-'));
 if (required.size > 0) console.log(`required test stages: ${[...required].join(', ')}`);
+const timesDir = mkdtempSync(join(tmpdir(), 'vnfm-test-times-'));
+const timesFile = join(timesDir, 'file-times.jsonl');
 const child = spawn(
   process.execPath,
-  ['--import', 'tsx', '--test', `--test-concurrency=${concurrency}`, '--test-reporter=spec', ...files],
+  [
+    '--import',
+    'tsx',
+    '--test',
+    `--test-concurrency=${concurrency}`,
+    '--test-reporter=spec',
+    '--test-reporter-destination=stdout',
+    `--test-reporter=${join(import.meta.dirname, 'file-times-reporter.mjs')}`,
+    `--test-reporter-destination=${timesFile}`,
+    ...files,
+  ],
   { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'test', VNFM_TEST_STAGE_DIR: stageDir } },
 );
+
+/** The slowest test files (top-level tests and suites added up), a line each. */
+function slowestFiles(n) {
+  let rows = [];
+  try {
+    rows = readFileSync(timesFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+  } catch {
+    return '';
+  } finally {
+    rmSync(timesDir, { recursive: true, force: true });
+  }
+  rows.sort((a, b) => b.ms - a.ms);
+  const total = rows.reduce((t, r) => t + r.ms, 0);
+  const lines = rows.slice(0, n).map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(7)} s  ${relative('.', r.file)}`);
+  return `slowest test files (of ${rows.length}, ${Math.round(total / 1000)} s in all, run ${concurrency} at a time):\n${lines.join('\n')}`;
+}
 
 /** One line: which stages ran, which were skipped and why (from the files test processes wrote). */
 function stageLine() {
@@ -97,6 +125,8 @@ child.stdout.on('data', (chunk) => {
   for (const m of tail.matchAll(/(?:ℹ|#) tests (\d+)/g)) count = Number(m[1]);
 });
 child.on('close', (code) => {
+  const slow = slowestFiles(12);
+  if (slow) console.log(slow);
   const { line, skipped } = stageLine();
   console.log(line);
   const missing = [...skipped.keys()].filter((s) => required.has(s));
