@@ -2,8 +2,9 @@
 // Runs every test file under test/ (or the files given as arguments) with node:test + tsx, after
 // the dependency rule check (scripts/check-deps.mjs): a violation fails the run before any test.
 // Node 20 does not expand globs for `--test`, so the list is built here. The run fails when
-// zero tests ran, and prints the runner's summary (tests / pass / fail / skipped), then one line
-// with the test stages that ran and those skipped with why (test/helpers/stages.ts).
+// zero tests ran, and prints the runner's summary (tests / pass / fail / skipped) of each lane (the
+// lab files in a lane of their own, see below) and both lanes' totals, the slowest files, then one
+// line with the test stages that ran and those skipped with why (test/helpers/stages.ts).
 // VNFM_TEST_REQUIRE=pg,real-heat,tacker-cli,kubectl,lab,browser (or all) makes a stage that cannot run fail.
 import { spawn, spawnSync } from 'node:child_process';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from 'node:fs';
@@ -43,59 +44,72 @@ if (files.length === 0) {
   console.error('no test files found');
   process.exit(1);
 }
-// Files that take the machine-wide lab lock (test/helpers/lab-exclusive.ts) run one at a time; a
-// lab file started while another holds the lock only waits and keeps a runner slot idle. So they
-// are spread evenly through the list (the first one first: their chain is long) instead of
-// sitting side by side in alphabetical order.
+// Files that take the machine-wide lab lock (test/helpers/lab-exclusive.ts) run one at a time.
+// They run in a lane of their own (one file at a time) beside the other files (VNFM_TEST_CONCURRENCY
+// at a time): a lab file never holds a slot of the main lane while it waits for the lock, and the
+// run takes about the longer of the two lanes. The lab lane's report is printed as a block when
+// that lane ends (after the main lane's, if the main lane is still running).
 const isExclusive = (f) => readFileSync(f, 'utf8').includes('await labTestsExclusive(');
-const exclusive = files.filter(isExclusive);
-if (exclusive.length > 1) {
-  const rest = files.filter((f) => !exclusive.includes(f));
-  const step = rest.length / exclusive.length;
-  const ordered = [];
-  let next = 0;
-  rest.forEach((f, i) => {
-    while (next < exclusive.length && i >= Math.floor(next * step)) ordered.push(exclusive[next++]);
-    ordered.push(f);
-  });
-  while (next < exclusive.length) ordered.push(exclusive[next++]);
-  files.splice(0, files.length, ...ordered);
-}
+const labFiles = files.filter(isExclusive);
+const mainFiles = files.filter((f) => !labFiles.includes(f));
 const concurrency = process.env.VNFM_TEST_CONCURRENCY ?? '2';
 const stageDir = mkdtempSync(join(tmpdir(), 'vnfm-test-stages-'));
 if (required.size > 0) console.log(`required test stages: ${[...required].join(', ')}`);
 const timesDir = mkdtempSync(join(tmpdir(), 'vnfm-test-times-'));
-const timesFile = join(timesDir, 'file-times.jsonl');
-const child = spawn(
-  process.execPath,
-  [
-    '--import',
-    'tsx',
-    '--test',
-    `--test-concurrency=${concurrency}`,
-    '--test-reporter=spec',
-    '--test-reporter-destination=stdout',
-    `--test-reporter=${join(import.meta.dirname, 'file-times-reporter.mjs')}`,
-    `--test-reporter-destination=${timesFile}`,
-    ...files,
-  ],
-  { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'test', VNFM_TEST_STAGE_DIR: stageDir } },
-);
+
+/** Runs one lane: node:test over `laneFiles`, `n` files at a time. */
+function lane(name, laneFiles, n, stream) {
+  const timesFile = join(timesDir, `${name}.jsonl`);
+  const child = spawn(
+    process.execPath,
+    [
+      '--import',
+      'tsx',
+      '--test',
+      `--test-concurrency=${n}`,
+      '--test-reporter=spec',
+      '--test-reporter-destination=stdout',
+      `--test-reporter=${join(import.meta.dirname, 'file-times-reporter.mjs')}`,
+      `--test-reporter-destination=${timesFile}`,
+      ...laneFiles,
+    ],
+    { stdio: ['ignore', 'pipe', 'inherit'], env: { ...process.env, NODE_ENV: 'test', VNFM_TEST_STAGE_DIR: stageDir } },
+  );
+  const out = [];
+  // a window on the end of the report: the summary, even when split across chunks
+  let tail = '';
+  child.stdout.on('data', (chunk) => {
+    if (stream) process.stdout.write(chunk);
+    else out.push(chunk);
+    tail = (tail + chunk.toString()).slice(-8000);
+  });
+  return new Promise((resolve) => {
+    child.on('close', (code) => resolve({ name, code, text: Buffer.concat(out).toString(), counts: counters(tail), files: laneFiles.length }));
+  });
+}
+
+/** The summary counters of a node:test report (the last value of each). */
+function counters(text) {
+  const c = {};
+  for (const m of text.matchAll(/^(?:ℹ|#) (tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) c[m[1]] = Number(m[2]);
+  return c;
+}
 
 /** The slowest test files (top-level tests and suites added up), a line each. */
 function slowestFiles(n) {
-  let rows = [];
+  const rows = [];
   try {
-    rows = readFileSync(timesFile, 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l));
+    for (const f of readdirSync(timesDir)) rows.push(...readFileSync(join(timesDir, f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)));
   } catch {
     return '';
   } finally {
     rmSync(timesDir, { recursive: true, force: true });
   }
+  if (rows.length === 0) return '';
   rows.sort((a, b) => b.ms - a.ms);
   const total = rows.reduce((t, r) => t + r.ms, 0);
   const lines = rows.slice(0, n).map((r) => `  ${(r.ms / 1000).toFixed(1).padStart(7)} s  ${relative('.', r.file)}`);
-  return `slowest test files (of ${rows.length}, ${Math.round(total / 1000)} s in all, run ${concurrency} at a time):\n${lines.join('\n')}`;
+  return `slowest test files (of ${rows.length}, ${Math.round(total / 1000)} s in all):\n${lines.join('\n')}`;
 }
 
 /** One line: which stages ran, which were skipped and why (from the files test processes wrote). */
@@ -116,27 +130,43 @@ function stageLine() {
   parts.push(skipped.size === 0 ? 'skipped stages: none' : `skipped stages: ${[...skipped].map(([s, why]) => `${s} (${why})`).join('; ')}`);
   return { line: `test stages ${parts.join(' | ')}`, skipped };
 }
-let tail = '';
-let count = 0;
-child.stdout.on('data', (chunk) => {
-  process.stdout.write(chunk);
-  // keep a small window so a summary line split across chunks is still seen
-  tail = (tail + chunk.toString()).slice(-8000);
-  for (const m of tail.matchAll(/(?:ℹ|#) tests (\d+)/g)) count = Number(m[1]);
-});
-child.on('close', (code) => {
-  const slow = slowestFiles(12);
-  if (slow) console.log(slow);
-  const { line, skipped } = stageLine();
-  console.log(line);
-  const missing = [...skipped.keys()].filter((s) => required.has(s));
-  if (missing.length > 0) {
-    console.error(`FAIL: required test stages did not run: ${missing.join(', ')}`);
-    process.exit(1);
-  }
-  if (count === 0) {
-    console.error('FAIL: zero tests ran');
-    process.exit(1);
-  }
-  process.exit(code ?? 1);
-});
+
+const t0 = Date.now();
+const lanes = [];
+// the main lane streams its report; the lab lane's is printed when it ends
+if (mainFiles.length > 0) lanes.push(lane('main', mainFiles, concurrency, true));
+if (labFiles.length > 0) {
+  const main = lanes[0];
+  lanes.push(
+    lane('lab', labFiles, 1, mainFiles.length === 0).then(async (r) => {
+      if (main) await main;
+      if (mainFiles.length > 0) {
+        process.stdout.write(`\n--- the lab lane (${r.files} files, one at a time) ---\n`);
+        process.stdout.write(r.text);
+      }
+      return r;
+    }),
+  );
+}
+const results = await Promise.all(lanes);
+const total = {};
+for (const r of results) for (const [k, v] of Object.entries(r.counts)) total[k] = (total[k] ?? 0) + v;
+if (results.length > 1) {
+  const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'];
+  console.log(`\nboth lanes (${Math.round((Date.now() - t0) / 1000)} s): ${keys.map((k) => `${k} ${total[k] ?? 0}`).join(', ')}`);
+  for (const r of results) if (r.counts.fail > 0 || r.code !== 0) console.log(`the ${r.name} lane failed (exit ${r.code}): its failing tests are listed at the end of its report above`);
+}
+const slow = slowestFiles(12);
+if (slow) console.log(slow);
+const { line, skipped } = stageLine();
+console.log(line);
+const missing = [...skipped.keys()].filter((s) => required.has(s));
+if (missing.length > 0) {
+  console.error(`FAIL: required test stages did not run: ${missing.join(', ')}`);
+  process.exit(1);
+}
+if (!total.tests) {
+  console.error('FAIL: zero tests ran');
+  process.exit(1);
+}
+process.exit(results.every((r) => r.code === 0) ? 0 : 1);
