@@ -93,16 +93,39 @@ export interface ResourceChanges {
   affectedVirtualStorages: Record<string, unknown>[];
 }
 
+type Handle = (resourceId: string, type: string) => { vimConnectionId: string; resourceId: string; vimLevelResourceType: string };
+
 /** Computes the new instantiatedVnfInfo and the changes against `prev`. */
 export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observed: ObservedResources, opts: RebuildOptions): { info: InstantiatedVnfInfo; changes: ResourceChanges } {
-  const handle = (resourceId: string, type: string) => ({ vimConnectionId: opts.vimConnectionId, resourceId, vimLevelResourceType: type });
+  const handle: Handle = (resourceId, type) => ({ vimConnectionId: opts.vimConnectionId, resourceId, vimLevelResourceType: type });
+  const st = rebuildStorages(prev, observed, handle, opts);
+  const v = rebuildVnfcs(prev, observed, st, handle, opts);
+  const l = rebuildVirtualLinks(prev, observed, handle);
+  const { extCpInfo, extVirtualLinkInfo } = externalCpsOf(prev, observed, v.vnfcs, l.links, opts);
+  const info: InstantiatedVnfInfo = {
+    flavourId: opts.flavourId,
+    vnfState: 'STARTED',
+    ...(opts.instantiationLevelId ? { instantiationLevelId: opts.instantiationLevelId } : {}),
+    ...(opts.scaleStatus.length ? { scaleStatus: opts.scaleStatus } : {}),
+    ...(opts.maxScaleLevels.length ? { maxScaleLevels: opts.maxScaleLevels } : {}),
+    ...(extCpInfo.length ? { extCpInfo } : {}),
+    ...(extVirtualLinkInfo.length ? { extVirtualLinkInfo } : {}),
+    vnfcResourceInfo: v.vnfcs,
+    vnfVirtualLinkResourceInfo: l.links,
+    virtualStorageResourceInfo: st.storages,
+    vnfcInfo: v.vnfcInfo,
+    metadata: { ...(prev?.metadata ?? {}), ...(observed.metadata ?? {}) },
+  };
+  return { info, changes: { affectedVnfcs: v.affected, affectedVirtualLinks: l.affected, affectedVirtualStorages: st.affected } };
+}
 
-  // --- storages
+/** Storages: kept by resource id, else by stable key (a replacement: MODIFIED); the others ADDED or REMOVED. */
+function rebuildStorages(prev: InstantiatedVnfInfo | null, observed: ObservedResources, handle: Handle, opts: RebuildOptions) {
   const prevSt = prev?.virtualStorageResourceInfo ?? [];
   const usedSt = new Set<string>();
   const storages: VirtualStorageResourceInfo[] = [];
-  const storageIdByResource = new Map<string, string>();
-  const affectedVirtualStorages: Record<string, unknown>[] = [];
+  const idByResource = new Map<string, string>();
+  const affected: Record<string, unknown>[] = [];
   for (const s of observed.storages) {
     let old = prevSt.find((p) => !usedSt.has(p.id) && p.storageResource.resourceId === s.resourceId);
     let replaced = false;
@@ -114,16 +137,19 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     if (old) usedSt.add(old.id);
     const info: VirtualStorageResourceInfo = { id, virtualStorageDescId: s.virtualStorageDescId, storageResource: handle(s.resourceId, s.vimLevelResourceType), metadata: { ...(s.metadata ?? {}), ...(s.stableKey ? { stableKey: s.stableKey } : {}) } };
     storages.push(info);
-    storageIdByResource.set(s.resourceId, id);
-    if (!old) affectedVirtualStorages.push({ id, virtualStorageDescId: s.virtualStorageDescId, changeType: 'ADDED', storageResource: info.storageResource });
-    else if (replaced) affectedVirtualStorages.push({ id, virtualStorageDescId: s.virtualStorageDescId, changeType: 'MODIFIED', storageResource: info.storageResource, metadata: { replacedResourceId: old.storageResource.resourceId } });
+    idByResource.set(s.resourceId, id);
+    if (!old) affected.push({ id, virtualStorageDescId: s.virtualStorageDescId, changeType: 'ADDED', storageResource: info.storageResource });
+    else if (replaced) affected.push({ id, virtualStorageDescId: s.virtualStorageDescId, changeType: 'MODIFIED', storageResource: info.storageResource, metadata: { replacedResourceId: old.storageResource.resourceId } });
   }
-  for (const p of prevSt) if (!usedSt.has(p.id)) affectedVirtualStorages.push({ id: p.id, virtualStorageDescId: p.virtualStorageDescId, changeType: 'REMOVED', storageResource: p.storageResource });
+  for (const p of prevSt) if (!usedSt.has(p.id)) affected.push({ id: p.id, virtualStorageDescId: p.virtualStorageDescId, changeType: 'REMOVED', storageResource: p.storageResource });
+  return { storages, idByResource, affected };
+}
 
-  // --- VNFCs
-  const prevV = prev?.vnfcResourceInfo ?? [];
-  const prevInfo = new Map((prev?.vnfcInfo ?? []).map((i) => [i.vnfcResourceInfoId, i]));
-  const healed = opts.healedIds ?? new Set<string>();
+/**
+ * The previous record of each observed VNFC: same resource id, then same stable key, then the
+ * remaining old records of the same VDU (heal targets first). `used`: the old records paired.
+ */
+function pairVnfcs(prevV: readonly VnfcResourceInfo[], observed: ObservedResources, healed: ReadonlySet<string>) {
   const pairs = new Map<ObservedVnfc, VnfcResourceInfo | undefined>();
   const used = new Set<string>();
   for (const o of observed.vnfcs) {
@@ -148,29 +174,43 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     if (old) used.add(old.id);
     pairs.set(o, old);
   }
+  return { pairs, used };
+}
 
+/** The metadata of a VNFC's record: the old record's, the VIM's, the hooks' (`null` removes a key), CP addresses. */
+function vnfcMetadataOf(o: ObservedVnfc, old: VnfcResourceInfo | undefined, opts: RebuildOptions): Record<string, unknown> {
+  // Hook metadata may be keyed by vnfcResourceInfo id or, for VNFCs created by this very
+  // operation (whose final id is only known now), by the VIM resource id. `null` removes a key.
+  const hookMeta = { ...(opts.vnfcMetadata?.[o.computeResource.resourceId] ?? {}), ...(old ? (opts.vnfcMetadata?.[old.id] ?? {}) : {}) };
+  const meta: Record<string, unknown> = { ...(old?.metadata ?? {}), ...(o.metadata ?? {}), ...hookMeta };
+  for (const [k, v] of Object.entries(hookMeta)) if (v === null) delete meta[k];
+  if (o.stableKey) meta.stableKey = o.stableKey;
+  delete meta.replacedResourceId;
+  // Fixed and floating addresses per CP, for management drivers (src/mgmt/addresses.ts); SOL's
+  // cpProtocolInfo cannot tell a floating address from a fixed one.
+  delete meta.cpAddresses;
+  if (o.cps?.some((c) => (c.addresses ?? []).length > 0)) {
+    meta.cpAddresses = Object.fromEntries(
+      o.cps.map((c) => [c.cpdId, { fixed: (c.addresses ?? []).filter((a) => a.floating !== true).map((a) => a.address), floating: (c.addresses ?? []).filter((a) => a.floating === true).map((a) => a.address) }]),
+    );
+  }
+  return meta;
+}
+
+/** VNFCs: records with stable ids (see {@link pairVnfcs}), their vnfcInfo, and the VNFC changes. */
+function rebuildVnfcs(prev: InstantiatedVnfInfo | null, observed: ObservedResources, st: { idByResource: ReadonlyMap<string, string>; affected: readonly Record<string, unknown>[] }, handle: Handle, opts: RebuildOptions) {
+  const prevV = prev?.vnfcResourceInfo ?? [];
+  const prevInfo = new Map((prev?.vnfcInfo ?? []).map((i) => [i.vnfcResourceInfoId, i]));
+  const healed = opts.healedIds ?? new Set<string>();
+  const { pairs, used } = pairVnfcs(prevV, observed, healed);
   const vnfcs: VnfcResourceInfo[] = [];
   const vnfcInfo: VnfcInfo[] = [];
-  const affectedVnfcs: Record<string, unknown>[] = [];
+  const affected: Record<string, unknown>[] = [];
   for (const o of observed.vnfcs) {
     const old = pairs.get(o);
     const id = old?.id ?? opts.newIds?.[`vnfc:${o.computeResource.resourceId}`] ?? randomUUID();
-    const storageIds = (o.storageResourceIds ?? []).map((r) => storageIdByResource.get(r)).filter((x): x is string => !!x);
-    // Hook metadata may be keyed by vnfcResourceInfo id or, for VNFCs created by this very
-    // operation (whose final id is only known now), by the VIM resource id. `null` removes a key.
-    const hookMeta = { ...(opts.vnfcMetadata?.[o.computeResource.resourceId] ?? {}), ...(old ? (opts.vnfcMetadata?.[old.id] ?? {}) : {}) };
-    const meta: Record<string, unknown> = { ...(old?.metadata ?? {}), ...(o.metadata ?? {}), ...hookMeta };
-    for (const [k, v] of Object.entries(hookMeta)) if (v === null) delete meta[k];
-    if (o.stableKey) meta.stableKey = o.stableKey;
-    delete meta.replacedResourceId;
-    // Fixed and floating addresses per CP, for management drivers (src/mgmt/addresses.ts); SOL's
-    // cpProtocolInfo cannot tell a floating address from a fixed one.
-    delete meta.cpAddresses;
-    if (o.cps?.some((c) => (c.addresses ?? []).length > 0)) {
-      meta.cpAddresses = Object.fromEntries(
-        o.cps.map((c) => [c.cpdId, { fixed: (c.addresses ?? []).filter((a) => a.floating !== true).map((a) => a.address), floating: (c.addresses ?? []).filter((a) => a.floating === true).map((a) => a.address) }]),
-      );
-    }
+    const storageIds = (o.storageResourceIds ?? []).map((r) => st.idByResource.get(r)).filter((x): x is string => !!x);
+    const meta = vnfcMetadataOf(o, old, opts);
     const replacedId = old && old.computeResource.resourceId !== o.computeResource.resourceId ? old.computeResource.resourceId : undefined;
     const rec: VnfcResourceInfo = {
       id,
@@ -193,12 +233,12 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     vnfcInfo.push({ id: pi?.id ?? opts.newIds?.[`vnfcInfo:${o.computeResource.resourceId}`] ?? randomUUID(), vduId: o.vduId, vnfcResourceInfoId: id, vnfcState: 'STARTED', ...(pi?.vnfcConfigurableProperties ? { vnfcConfigurableProperties: pi.vnfcConfigurableProperties } : {}) });
     const oldSt = new Set(old?.storageResourceIds ?? []);
     const newSt = new Set(storageIds);
-    const addedSt = storageIds.filter((s) => !oldSt.has(s) || affectedVirtualStorages.some((a) => a.id === s && a.changeType !== 'REMOVED'));
+    const addedSt = storageIds.filter((s) => !oldSt.has(s) || st.affected.some((a) => a.id === s && a.changeType !== 'REMOVED'));
     const removedSt = [...oldSt].filter((s) => !newSt.has(s));
     if (!old) {
-      affectedVnfcs.push({ id, vduId: o.vduId, changeType: 'ADDED', computeResource: rec.computeResource, ...(storageIds.length ? { addedStorageResourceIds: storageIds } : {}) });
+      affected.push({ id, vduId: o.vduId, changeType: 'ADDED', computeResource: rec.computeResource, ...(storageIds.length ? { addedStorageResourceIds: storageIds } : {}) });
     } else if (replacedId || healed.has(old.id)) {
-      affectedVnfcs.push({
+      affected.push({
         id,
         vduId: o.vduId,
         changeType: 'MODIFIED',
@@ -210,31 +250,41 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     }
   }
   for (const p of prevV) {
-    if (!used.has(p.id)) affectedVnfcs.push({ id: p.id, vduId: p.vduId, changeType: 'REMOVED', computeResource: p.computeResource, ...(p.storageResourceIds?.length ? { removedStorageResourceIds: p.storageResourceIds } : {}) });
+    if (!used.has(p.id)) affected.push({ id: p.id, vduId: p.vduId, changeType: 'REMOVED', computeResource: p.computeResource, ...(p.storageResourceIds?.length ? { removedStorageResourceIds: p.storageResourceIds } : {}) });
   }
+  return { vnfcs, vnfcInfo, affected };
+}
 
-  // --- virtual links
+/** Virtual links: kept by resource id, else by descriptor (a replacement: MODIFIED). */
+function rebuildVirtualLinks(prev: InstantiatedVnfInfo | null, observed: ObservedResources, handle: Handle) {
   const prevL = prev?.vnfVirtualLinkResourceInfo ?? [];
   const usedL = new Set<string>();
   const links: VnfVirtualLinkResourceInfo[] = [];
-  const affectedVirtualLinks: Record<string, unknown>[] = [];
+  const affected: Record<string, unknown>[] = [];
   for (const l of observed.virtualLinks) {
     const old = prevL.find((p) => !usedL.has(p.id) && p.networkResource.resourceId === l.resourceId) ?? prevL.find((p) => !usedL.has(p.id) && p.vnfVirtualLinkDescId === l.vnfVirtualLinkDescId);
     const id = old?.id ?? randomUUID();
     if (old) usedL.add(old.id);
     const rec: VnfVirtualLinkResourceInfo = { id, vnfVirtualLinkDescId: l.vnfVirtualLinkDescId, networkResource: handle(l.resourceId, l.vimLevelResourceType), ...(l.metadata ? { metadata: l.metadata } : {}) };
     links.push(rec);
-    if (!old) affectedVirtualLinks.push({ id, vnfVirtualLinkDescId: l.vnfVirtualLinkDescId, changeType: 'ADDED', networkResource: rec.networkResource });
-    else if (old.networkResource.resourceId !== l.resourceId) affectedVirtualLinks.push({ id, vnfVirtualLinkDescId: l.vnfVirtualLinkDescId, changeType: 'MODIFIED', networkResource: rec.networkResource });
+    if (!old) affected.push({ id, vnfVirtualLinkDescId: l.vnfVirtualLinkDescId, changeType: 'ADDED', networkResource: rec.networkResource });
+    else if (old.networkResource.resourceId !== l.resourceId) affected.push({ id, vnfVirtualLinkDescId: l.vnfVirtualLinkDescId, changeType: 'MODIFIED', networkResource: rec.networkResource });
   }
-  for (const p of prevL) if (!usedL.has(p.id)) affectedVirtualLinks.push({ id: p.id, vnfVirtualLinkDescId: p.vnfVirtualLinkDescId, changeType: 'REMOVED', networkResource: p.networkResource });
+  for (const p of prevL) if (!usedL.has(p.id)) affected.push({ id: p.id, vnfVirtualLinkDescId: p.vnfVirtualLinkDescId, changeType: 'REMOVED', networkResource: p.networkResource });
+  return { links, affected };
+}
 
-  // --- external CPs, each tied to one VNFC CP (or internal VL) so its id is as stable as the VNFC's:
-  // 1. the CPs the external virtual links of the request connect (cpConfigId from the request);
-  // 2. the VNFD's external CPs (VduCps mapped by substitution_mappings or on no internal VL,
-  //    VnfExtCps exposing an internal VL);
-  // 3. external CPs the VIM reports besides the VNFC CPs (Kubernetes Services);
-  // 4. when none of these gives one: the first CP of every VNFC (SOL003 3.x requires at least one).
+/**
+ * External CPs, each tied to one VNFC CP (or internal VL) so its id is as stable as the VNFC's
+ * (the VNFC CPs exposed get their `vnfExtCpId`):
+ * 1. the CPs the external virtual links of the request connect (cpConfigId from the request);
+ * 2. the VNFD's external CPs (VduCps mapped by substitution_mappings or on no internal VL,
+ *    VnfExtCps exposing an internal VL);
+ * 3. external CPs the VIM reports besides the VNFC CPs (Kubernetes Services);
+ * 4. when none of these gives one: the first CP of every VNFC (SOL003 3.x requires at least one).
+ * Also the extVirtualLinkInfo: the request's external virtual links, else the stored ones.
+ */
+function externalCpsOf(prev: InstantiatedVnfInfo | null, observed: ObservedResources, vnfcs: readonly VnfcResourceInfo[], links: readonly VnfVirtualLinkResourceInfo[], opts: RebuildOptions) {
   const extVls: { id: string; resourceId?: string; extCps: { cpdId: string; cpConfig?: Record<string, unknown> }[] }[] = (
     opts.extVirtualLinks ??
     (prev?.extVirtualLinkInfo ?? []).map((l) => ({ id: l.id, resourceId: (l.resourceHandle as { resourceId?: string } | undefined)?.resourceId, extCps: (l.currentVnfExtCpData ?? []) as never }))
@@ -288,20 +338,5 @@ export function rebuildInstantiatedInfo(prev: InstantiatedVnfInfo | null, observ
     }
   }
   const extVirtualLinkInfo = extVls.map((l) => ({ id: l.id, resourceHandle: { vimConnectionId: opts.vimConnectionId, resourceId: l.resourceId ?? l.id }, currentVnfExtCpData: l.extCps }));
-
-  const info: InstantiatedVnfInfo = {
-    flavourId: opts.flavourId,
-    vnfState: 'STARTED',
-    ...(opts.instantiationLevelId ? { instantiationLevelId: opts.instantiationLevelId } : {}),
-    ...(opts.scaleStatus.length ? { scaleStatus: opts.scaleStatus } : {}),
-    ...(opts.maxScaleLevels.length ? { maxScaleLevels: opts.maxScaleLevels } : {}),
-    ...(extCpInfo.length ? { extCpInfo } : {}),
-    ...(extVirtualLinkInfo.length ? { extVirtualLinkInfo } : {}),
-    vnfcResourceInfo: vnfcs,
-    vnfVirtualLinkResourceInfo: links,
-    virtualStorageResourceInfo: storages,
-    vnfcInfo,
-    metadata: { ...(prev?.metadata ?? {}), ...(observed.metadata ?? {}) },
-  };
-  return { info, changes: { affectedVnfcs, affectedVirtualLinks, affectedVirtualStorages } };
+  return { extCpInfo, extVirtualLinkInfo };
 }

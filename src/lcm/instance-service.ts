@@ -1,6 +1,6 @@
 /**
  * VNF instance resources: create, read, delete (modify: operations/modify-info.ts). Every change and the
- * notification it causes are written in one transaction.
+ * notification it causes are written in one transaction; the rows are written by ./instance-state.ts.
  */
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Transaction, sql } from 'kysely';
@@ -8,11 +8,11 @@ import type { Logger } from 'pino';
 import { vnfmError } from '../errors.ts';
 import { type VnfInstanceRecord, instanceFromRow } from '../model/vnf-instance.ts';
 import type { InstanceFacts, Notifier } from '../notify/notifier.ts';
-import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 import type { VimConnection, VimRegistry } from '../vims/vim-registry.ts';
 import { ALL_PROJECTS, type ProjectScope, scopeWhere } from '../model/project-scope.ts';
+import { createInstanceRow, deleteInstanceRow } from './instance-state.ts';
 
 type Db = Kysely<Database> | Transaction<Database>;
 
@@ -148,30 +148,22 @@ export class InstanceService {
       const pkg = await q.forUpdate().executeTakeFirst();
       if (!pkg) throw vnfmError('VNFM_ERR_VNFD_NOT_FOUND', `VNF package with vnfdId ${input.vnfdId} is not onboarded.`);
       if (pkg.operational_state !== 'ENABLED') throw vnfmError('VNFM_ERR_PKG_STATE', `VNF package ${pkg.id} (vnfdId ${input.vnfdId}) is DISABLED.`);
-      await tx
-        .insertInto('vnf_instance')
-        .values({
-          id,
-          vnf_instance_name: input.vnfInstanceName ?? null,
-          vnf_instance_description: input.vnfInstanceDescription ?? null,
-          vnfd_id: input.vnfdId,
-          vnf_pkg_id: pkg.id,
-          vnf_provider: pkg.vnf_provider ?? '',
-          vnf_product_name: pkg.vnf_product_name ?? '',
-          vnf_software_version: pkg.vnf_software_version ?? '',
-          vnfd_version: pkg.vnfd_version ?? '',
-          instantiation_state: 'NOT_INSTANTIATED',
-          vnf_configurable_properties: json(null),
-          vim_connection_info: json(sealed.info),
-          vim_secrets: sealed.secrets,
-          instantiated_vnf_info: json(null),
-          metadata: json(input.metadata ?? null),
-          extensions: json(null),
-          created_api: apiVersion,
-          rev: 0,
-          project: input.project ?? null,
-        })
-        .execute();
+      await createInstanceRow(tx, {
+        id,
+        vnfInstanceName: input.vnfInstanceName ?? null,
+        vnfInstanceDescription: input.vnfInstanceDescription ?? null,
+        vnfdId: input.vnfdId,
+        vnfPkgId: pkg.id,
+        vnfProvider: pkg.vnf_provider ?? '',
+        vnfProductName: pkg.vnf_product_name ?? '',
+        vnfSoftwareVersion: pkg.vnf_software_version ?? '',
+        vnfdVersion: pkg.vnfd_version ?? '',
+        vimConnectionInfo: sealed.info,
+        vimSecrets: sealed.secrets,
+        metadata: input.metadata ?? null,
+        createdApi: apiVersion,
+        project: input.project ?? null,
+      });
       await tx.updateTable('vnf_package').set({ usage_state: 'IN_USE' }).where('id', '=', pkg.id).execute();
       const inst = await this.get(id, tx);
       await this.notifier.enqueue(tx, { kind: 'VnfIdentifierCreationNotification', instance: factsOf(inst) });
@@ -188,7 +180,7 @@ export class InstanceService {
       const active = await tx.selectFrom('op_occ').select(['id', 'operation_state']).where('vnf_instance_id', '=', id).where('operation_state', 'in', ['STARTING', 'PROCESSING', 'FAILED_TEMP', 'ROLLING_BACK']).executeTakeFirst();
       if (active) throw vnfmError('VNFM_ERR_INST_BUSY', `Other LCM operation of vnfInstance ${id} is in progress: ${active.id} is ${active.operation_state}.`);
       await this.notifier.enqueue(tx, { kind: 'VnfIdentifierDeletionNotification', instance: factsOf(inst) });
-      await tx.deleteFrom('vnf_instance').where('id', '=', id).execute();
+      await deleteInstanceRow(tx, id, inst.rev);
       const others = await tx.selectFrom('vnf_instance').select('id').where('vnf_pkg_id', '=', inst.vnfPkgId).executeTakeFirst();
       if (!others) await tx.updateTable('vnf_package').set({ usage_state: 'NOT_IN_USE' }).where('id', '=', inst.vnfPkgId).execute();
     });

@@ -17,10 +17,10 @@ import type { OpOccRecord } from '../model/op-occ.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
 import type { PackageService } from '../packages/package-service.ts';
 import type { VnfPackageModel } from '../packages/vnfd-model.ts';
-import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { VimConnection } from '../vims/vim-registry.ts';
 import type { InstanceService, ModifyInstanceInput } from './instance-service.ts';
+import { type InstancePatch, updateInstanceRow } from './instance-state.ts';
 import type { OpOccStates } from './op-occ-state.ts';
 import { findByOrigin, getOpOcc, isOriginViolation } from './op-occ-repo.ts';
 import { handlerFor } from './operations/index.ts';
@@ -70,7 +70,7 @@ export class LcmService {
   }
 
   /** Validates `command` with its operation's checks, then creates its op occ; see {@link AcceptOptions}. */
-  private async start(id: string, command: Exclude<LcmCommand, { operation: 'MODIFY_INFO' }>, o: AcceptOptions, prepare?: (inst: VnfInstanceRecord, vnfd: VnfPackageModel) => Promise<Record<string, unknown> | undefined>): Promise<OpOccRecord> {
+  private async start(id: string, command: Exclude<LcmCommand, { operation: 'MODIFY_INFO' }>, o: AcceptOptions, prepare?: (inst: VnfInstanceRecord, vnfd: VnfPackageModel) => Promise<InstancePatch | undefined>): Promise<OpOccRecord> {
     if (o.origin) {
       const existing = await findByOrigin(this.db, o.origin);
       if (existing) return existing;
@@ -107,7 +107,7 @@ export class LcmService {
       await this.db.transaction().execute(async (tx) => {
         const op = await this.states.create(tx, { instance: inst, operation: command.operation, command: accepted, params, apiVersion: o.apiVersion, automatic: o.automatic ?? false, state: 'STARTING', pending: 'run', ...(o.origin ? { origin: o.origin } : {}) });
         opId = op.id;
-        if (instanceUpdate) await tx.updateTable('vnf_instance').set(instanceUpdate as never).where('id', '=', inst.id).execute();
+        if (instanceUpdate) await updateInstanceRow(tx, inst.id, inst.rev, instanceUpdate);
       });
     } catch (e) {
       // Another process created the op of this origin meanwhile: that one is the op.
@@ -151,7 +151,7 @@ export class LcmService {
       }
       if (!conns) return undefined;
       const sealed = await this.instances.sealConnections(conns);
-      return { vim_connection_info: json(sealed.info), vim_secrets: sealed.secrets };
+      return { vimConnectionInfo: sealed.info, vimSecrets: sealed.secrets };
     });
   }
 

@@ -43,6 +43,7 @@ import { json } from '../store/db.ts';
 import type { Engine } from './engine.ts';
 import { externalCps } from '../packages/ext-cps.ts';
 import { type ResourceChanges, rebuildInstantiatedInfo } from './instance-info.ts';
+import { updateInstanceRow } from './instance-state.ts';
 import { activeOpOcc } from './op-occ-repo.ts';
 import { steadyPlan } from './operations/handler.ts';
 
@@ -298,23 +299,12 @@ export class DriftSync {
       return { changed: false, settled: true, ...empty };
     }
 
-    let conflict: string | undefined;
     await ctx.store.db.transaction().execute(async (tx) => {
-      const updated = await tx
-        .updateTable('vnf_instance')
-        .set({ instantiated_vnf_info: json(info), rev: inst.rev + 1 } as never)
-        .where('id', '=', id)
-        .where('rev', '=', inst.rev)
-        .where('instantiation_state', '=', 'INSTANTIATED')
-        .executeTakeFirst();
-      if (Number(updated.numUpdatedRows) !== 1) {
-        conflict = `VnfInstance ${id} changed while the VIM was being observed; nothing was stored`;
-        return;
-      }
+      // Refused (nothing stored) when the instance changed since it was read: an operation won.
+      await updateInstanceRow(tx, id, inst.rev, { instantiatedVnfInfo: info }, `VnfInstance ${id} changed while the VIM was being observed; nothing was stored`);
       // Throws 409 (and rolls the update back) when an operation started meanwhile.
       await engine.states.recorded(tx, { id: opId, instance: inst, operation: 'MODIFY_INFO', command: SYNC_COMMAND, params: { sync: true }, apiVersion: 'v2', automatic: true }, { resource_changes: json(changes) });
     });
-    if (conflict !== undefined) throw vnfmError('VNFM_ERR_INST_BUSY', conflict);
     this.count('changed');
     this.log.info(
       {

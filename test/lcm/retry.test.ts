@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import { retryableError, terminalError } from '../../src/errors.ts';
-import { stepRetryDelay } from '../../src/lcm/executor.ts';
+import { stepRetryDelay } from '../../src/lcm/steps/failure.ts';
 import { Runner } from '../../src/lcm/runner.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { type StoreEnv, describeStores } from '../helpers/db.ts';

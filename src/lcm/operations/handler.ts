@@ -3,8 +3,9 @@
  * scale, heal, terminate; MODIFY_INFO is synchronous, see modify-info.ts) that says what is
  * checked at acceptance, what the op aims at (levels and VNFC counts, frozen at its first run), what
  * is asked of the NFVO's grant, what the infra step does, and whether and how it rolls back. The
- * executor (../executor.ts) runs every operation through the same checkpointed steps and owns
- * leases, retries and cancellation; op occ states and notifications belong to ../op-occ-state.ts.
+ * executor (../executor.ts) runs every operation through the same checkpointed steps (../steps/) and
+ * owns leases, retries and cancellation; op occ states and notifications belong to
+ * ../op-occ-state.ts, instance rows to ../instance-state.ts.
  *
  * A new operation is one module here, its entry in index.ts, and its route in src/api.
  */
@@ -14,6 +15,7 @@ import type { VnfcResourceInfo, VnfInstanceRecord } from '../../model/vnf-instan
 import type { ResourceDefinition } from '../../nfvo/grant-client.ts';
 import { vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { FlavourModel, VnfPackageModel } from '../../packages/vnfd-model.ts';
+import type { InstancePatch } from '../instance-state.ts';
 
 /** What an op aims at, computed once and kept in the op's checkpoint (so retries use the same). */
 export interface OpPlan {
@@ -66,8 +68,8 @@ export interface OperationHandler<O extends 'INSTANTIATE' | 'SCALE' | 'HEAL' | '
   readonly observes: boolean;
   /** Instantiation state after success. */
   readonly instantiatedAfter: boolean;
-  /** Instance columns set with COMPLETED besides the instance info (e.g. instantiate's extensions). */
-  completedInstanceUpdate?(command: CommandOf<O>, instance: VnfInstanceRecord): Record<string, unknown>;
+  /** Instance attributes set with COMPLETED besides the instance info (e.g. instantiate's extensions). */
+  completedInstanceUpdate?(command: CommandOf<O>, instance: VnfInstanceRecord): InstancePatch;
   /** Rollback, when the operation has one (else `rollback` is answered 422). */
   readonly rollback?: OperationRollback<O>;
 }

@@ -3,7 +3,7 @@ import { vnfmError } from '../../errors.ts';
 import { mergePatch } from '../../packages/package-service.ts';
 import { scaleLevelsAtInstantiationLevel, vnfcCountAtLevel } from '../../packages/vnfd-scaling.ts';
 import type { ResourceDefinition } from '../../nfvo/grant-client.ts';
-import { json } from '../../store/db.ts';
+import type { InstancePatch } from '../instance-state.ts';
 import { addCompute, type OperationHandler } from './handler.ts';
 
 export const instantiate: OperationHandler<'INSTANTIATE'> = {
@@ -32,9 +32,9 @@ export const instantiate: OperationHandler<'INSTANTIATE'> = {
   observes: true,
   instantiatedAfter: true,
   completedInstanceUpdate(command, instance) {
-    const set: Record<string, unknown> = {};
-    if (command.vnfConfigurableProperties) set.vnf_configurable_properties = json(mergePatch(instance.vnfConfigurableProperties ?? {}, command.vnfConfigurableProperties));
-    if (command.extensions) set.extensions = json(mergePatch(instance.extensions ?? {}, command.extensions));
+    const set: InstancePatch = {};
+    if (command.vnfConfigurableProperties) set.vnfConfigurableProperties = mergePatch(instance.vnfConfigurableProperties ?? {}, command.vnfConfigurableProperties);
+    if (command.extensions) set.extensions = mergePatch(instance.extensions ?? {}, command.extensions);
     return set;
   },
   rollback: {

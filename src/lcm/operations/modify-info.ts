@@ -15,6 +15,7 @@ import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { InstanceService, ModifyInstanceInput } from '../instance-service.ts';
 import type { OpOccStates } from '../op-occ-state.ts';
 import { getOpOcc } from '../op-occ-repo.ts';
+import { type InstancePatch, updateInstanceRow } from '../instance-state.ts';
 
 /** What a modification needs. */
 export interface ModifyInfoDeps {
@@ -33,19 +34,19 @@ export async function modifyInfo(d: ModifyInfoDeps, id: string, patch: ModifyIns
     const inst = await d.instances.get(id, tx);
     const op = await d.states.create(tx, { instance: inst, operation: 'MODIFY_INFO', command: { operation: 'MODIFY_INFO' }, params: withoutAccessInfo(patch), apiVersion, automatic: false, state: 'PROCESSING', pending: null });
     opId = op.id;
-    const set: Record<string, unknown> = { rev: inst.rev + 1 };
+    const set: InstancePatch = {};
     const changed: Record<string, unknown> = {};
-    if (patch.vnfInstanceName !== undefined) set.vnf_instance_name = changed.vnfInstanceName = patch.vnfInstanceName;
-    if (patch.vnfInstanceDescription !== undefined) set.vnf_instance_description = changed.vnfInstanceDescription = patch.vnfInstanceDescription;
-    for (const [attr, col, cur] of [
-      ['vnfConfigurableProperties', 'vnf_configurable_properties', inst.vnfConfigurableProperties],
-      ['metadata', 'metadata', inst.metadata],
-      ['extensions', 'extensions', inst.extensions],
+    if (patch.vnfInstanceName !== undefined) set.vnfInstanceName = changed.vnfInstanceName = patch.vnfInstanceName;
+    if (patch.vnfInstanceDescription !== undefined) set.vnfInstanceDescription = changed.vnfInstanceDescription = patch.vnfInstanceDescription;
+    for (const [attr, cur] of [
+      ['vnfConfigurableProperties', inst.vnfConfigurableProperties],
+      ['metadata', inst.metadata],
+      ['extensions', inst.extensions],
     ] as const) {
       const p = patch[attr];
       if (p === undefined) continue;
       const v = p === null ? null : mergePatch(cur ?? {}, p);
-      set[col] = json(v);
+      set[attr] = v;
       changed[attr] = v;
     }
     if (patch.vimConnectionInfo !== undefined) {
@@ -55,8 +56,8 @@ export async function modifyInfo(d: ModifyInfoDeps, id: string, patch: ModifyIns
         else cur[k] = newConns[k] as VimConnection;
       }
       const sealed = await d.instances.sealConnections(cur);
-      set.vim_connection_info = json(sealed.info);
-      set.vim_secrets = sealed.secrets;
+      set.vimConnectionInfo = sealed.info;
+      set.vimSecrets = sealed.secrets;
       changed.vimConnectionInfo = sealed.info;
     }
     if (patch.vnfdId !== undefined && patch.vnfdId !== inst.vnfdId) {
@@ -66,11 +67,11 @@ export async function modifyInfo(d: ModifyInfoDeps, id: string, patch: ModifyIns
       for (const w of scopeWhere(scopes.packages ?? ALL_PROJECTS)) q = q.where(w);
       const pkg = await q.executeTakeFirst();
       if (!pkg) throw vnfmError('VNFM_ERR_VNFD_NOT_FOUND', `VNF package with vnfdId ${patch.vnfdId} is not onboarded.`);
-      Object.assign(set, { vnfd_id: patch.vnfdId, vnf_pkg_id: pkg.id, vnf_provider: pkg.vnf_provider ?? '', vnf_product_name: pkg.vnf_product_name ?? '', vnf_software_version: pkg.vnf_software_version ?? '', vnfd_version: pkg.vnfd_version ?? '' });
+      set.package = { vnfdId: patch.vnfdId, vnfPkgId: pkg.id, vnfProvider: pkg.vnf_provider ?? '', vnfProductName: pkg.vnf_product_name ?? '', vnfSoftwareVersion: pkg.vnf_software_version ?? '', vnfdVersion: pkg.vnfd_version ?? '' };
       changed.vnfdId = patch.vnfdId;
       await tx.updateTable('vnf_package').set({ usage_state: 'IN_USE' }).where('id', '=', pkg.id).execute();
     }
-    await tx.updateTable('vnf_instance').set(set as never).where('id', '=', id).execute();
+    await updateInstanceRow(tx, id, inst.rev, set);
     if (changed.vnfdId) {
       const others = await tx.selectFrom('vnf_instance').select('id').where('vnf_pkg_id', '=', inst.vnfPkgId).executeTakeFirst();
       if (!others) await tx.updateTable('vnf_package').set({ usage_state: 'NOT_IN_USE' }).where('id', '=', inst.vnfPkgId).execute();
