@@ -47,7 +47,7 @@ export function simStateDir(dataDir: string): string | undefined {
 async function upsertVim(ctx: AppContext, input: VimInput): Promise<void> {
   // the simulated cloud's VIMs are shared (no project); a project's VIM of the same name is its own
   const existing = (await ctx.vims.list()).find((v) => v.name === input.name && v.project === null);
-  const hasDefault = (await ctx.vims.getDefault(input.type as 'openstack' | 'kubernetes')) !== undefined;
+  const hasDefault = (await ctx.vims.getDefault(input.type ?? '')) !== undefined;
   if (existing) await ctx.vims.update(existing.id, { ...input, is_default: existing.isDefault });
   else await ctx.vims.register({ ...input, is_default: !hasDefault });
 }
