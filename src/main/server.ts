@@ -11,7 +11,6 @@ import type { FastifyInstance } from 'fastify';
 import { ConfigError, type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
 import { probeCredentialCheck } from '../api/auth/index.ts';
-import type { PluginHooks } from '../core/plugin.ts';
 import type { AppContext, VnfmPlugin } from '../core/services.ts';
 import type { VimPlugin } from '../infra/vim-plugin.ts';
 import { type LivenessServer, startLivenessServer } from './liveness.ts';
