@@ -52,7 +52,11 @@ async function upsertVim(ctx: AppContext, input: VimInput): Promise<void> {
   else await ctx.vims.register({ ...input, is_default: !hasDefault });
 }
 
-/** Plugin: starts the simulated cloud when `config.sim` is true. */
+/**
+ * The simulated cloud's background work when `config.sim` is true (built by the composition root,
+ * src/main/compose.ts): starts it, registers its VIMs, and records what runs as `simCloud` on the
+ * services (readiness and tests read it).
+ */
 export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): PluginHooks | undefined {
   if (!ctx.config.sim) return undefined;
   const closers: (() => Promise<void>)[] = [];
