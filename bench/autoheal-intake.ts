@@ -15,7 +15,6 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:f
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Worker } from 'node:worker_threads';
-import { type AutohealContext, createAutohealPlugin } from '../src/autoheal/autoheal-plugin.ts';
 import type { AutohealOptions } from '../src/autoheal/storm-guard.ts';
 import { resolveConfig } from '../src/config.ts';
 import type { InfraContext, ObservedResources } from '../src/infra/infra-driver.ts';
@@ -97,8 +96,9 @@ Object.assign(config.autoheal, { intakePriorityRate: INTAKE_PRIORITY } satisfies
 const vnfm = await startVnfm(config, {
   store,
   logger: createLogger('warn'),
-  without: ['autoheal', 'sync'],
-  plugins: [(ctx) => ctx.engine?.drivers.register(new AlarmNoopDriver()), createAutohealPlugin({ noMgmtDriver: true }) as never],
+  without: ['sync'],
+  modules: { autoheal: { noMgmtDriver: true } },
+  plugins: [(ctx) => ctx.engine.drivers.register(new AlarmNoopDriver())],
 });
 const app = vnfm.app;
 const H = { version: '2.0.0' };
@@ -165,7 +165,7 @@ const statuses = new Map<number, number>(result.statuses);
 const intakeLat = result.lat;
 const intakeMs = result.ms;
 const t0 = result.t0;
-const groups = (vnfm.ctx as AutohealContext).autoheal?.intake.stats ?? { groups: 0, written: 0 };
+const groups = vnfm.ctx.autoheal?.intake.stats ?? { groups: 0, written: 0 };
 log(`intake done in ${intakeMs} ms; waiting for the heals`);
 
 // Every VNF's heal created (one per VNF), then every heal finished.

@@ -1,9 +1,13 @@
 #!/usr/bin/env node
 // The dependency rule of src/ (docs/architecture.md), checked on every relative import of every
 // src/**/*.ts file: static `import`/`export ... from`, side-effect `import '...'` and dynamic
-// `import('...')`; type-only imports count too. Usage: node scripts/check-deps.mjs [projectDir]
-// (default: this repository). Exit 1 listing each `file -> import (rule)`; one summary line if clean.
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+// `import('...')`; type-only imports count too. Also: no import cycle between files (type-only
+// imports included), and no VIM type named outside its VIM folder (src/infra/<type>/, the one
+// with a vim-type.ts whose string constants are the type's names) and the composition root
+// (src/main/; src/sim/ and src/lab/, the simulated cloud, too). Usage: node scripts/check-deps.mjs
+// [projectDir] (default: this repository). Exit 1 listing each `file -> import (rule)`, each
+// `import cycle: a -> b -> a` and each `file:line names VIM type ...`; one summary line if clean.
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -65,19 +69,114 @@ function importsOf(text) {
   return out;
 }
 
+/** The source file an import names (`.ts` or a folder's index.ts when the specifier has no extension). */
+function fileOf(abs) {
+  if (/\.[cm]?[jt]s$/.test(abs)) return abs.replace(/\.[cm]?js$/, '.ts');
+  return existsSync(`${abs}.ts`) ? `${abs}.ts` : join(abs, 'index.ts');
+}
+
 const files = walk(src);
 const bad = [];
 const edges = new Map(); // folder -> Set of folders it imports values from
+const fileEdges = new Map(); // file -> Set of files it imports (types too)
 let count = 0;
 for (const file of files) {
   const from = layerOf(file);
+  fileEdges.set(file, new Set());
   for (const imp of importsOf(readFileSync(file, 'utf8'))) {
     count++;
-    const to = layerOf(resolve(dirname(file), imp.spec));
+    const target = resolve(dirname(file), imp.spec);
+    fileEdges.get(file).add(fileOf(target));
+    const to = layerOf(target);
     if (to === undefined) continue;
     const why = violation(from, to, imp);
     if (why) bad.push(`${relative(root, file)} -> ${imp.spec}  (${why})`);
     if (from !== to && !imp.typeOnly) edges.set(from, (edges.get(from) ?? new Set()).add(to));
+  }
+}
+
+// File import cycles (type-only imports count: a type cycle ties the modules as much as a value
+// one): the strongly connected components (Tarjan), one cycle printed per component.
+{
+  let next = 0;
+  const index = new Map();
+  const low = new Map();
+  const stack = [];
+  const onStack = new Set();
+  const components = [];
+  const strong = (v) => {
+    index.set(v, next);
+    low.set(v, next++);
+    stack.push(v);
+    onStack.add(v);
+    for (const w of fileEdges.get(v) ?? []) {
+      if (!fileEdges.has(w)) continue;
+      if (!index.has(w)) {
+        strong(w);
+        low.set(v, Math.min(low.get(v), low.get(w)));
+      } else if (onStack.has(w)) low.set(v, Math.min(low.get(v), index.get(w)));
+    }
+    if (low.get(v) === index.get(v)) {
+      const c = [];
+      let w;
+      do {
+        w = stack.pop();
+        onStack.delete(w);
+        c.push(w);
+      } while (w !== v);
+      if (c.length > 1 || fileEdges.get(v).has(v)) components.push(c);
+    }
+  };
+  for (const v of fileEdges.keys()) if (!index.has(v)) strong(v);
+  for (const c of components) {
+    // a shortest way back to the first file (breadth-first inside the component)
+    const inC = new Set(c);
+    const start = [...c].sort()[0];
+    const prev = new Map([[start, undefined]]);
+    const queue = [start];
+    let found;
+    while (queue.length > 0 && found === undefined) {
+      const v = queue.shift();
+      for (const w of fileEdges.get(v)) {
+        if (!inC.has(w)) continue;
+        if (w === start) {
+          found = v;
+          break;
+        }
+        if (!prev.has(w)) {
+          prev.set(w, v);
+          queue.push(w);
+        }
+      }
+    }
+    const path = [start];
+    for (let v = found; v !== undefined && v !== start; v = prev.get(v)) path.splice(1, 0, v);
+    bad.push(`import cycle: ${[...path, start].map((f) => relative(root, f)).join(' -> ')}${c.length > path.length ? ` (${c.length} files tied)` : ''}`);
+  }
+}
+
+// VIM types: the names of each VIM folder (the string constants of its vim-type.ts) appear as a
+// string only there and where the simulated cloud and the composition root live.
+{
+  const infra = join(src, 'infra');
+  const vimFolders = existsSync(infra) ? readdirSync(infra).filter((d) => existsSync(join(infra, d, 'vim-type.ts'))) : [];
+  const owner = new Map(); // name -> VIM folder
+  for (const d of vimFolders) {
+    const code = readFileSync(join(infra, d, 'vim-type.ts'), 'utf8').replace(/\/\*[\s\S]*?\*\//g, '').replace(/\/\/.*$/gm, '');
+    for (const m of code.matchAll(/(['"`])([^'"`\n]+)\1/g)) owner.set(m[2], d);
+  }
+  const free = ['main', 'sim', 'lab'].map((d) => join(src, d) + sep);
+  const LITERAL = /(['"`])([^'"`\n]*)\1/g;
+  for (const file of files) {
+    if (free.some((d) => file.startsWith(d))) continue;
+    const lines = readFileSync(file, 'utf8').split('\n');
+    for (const [i, line] of lines.entries()) {
+      for (const m of line.matchAll(LITERAL)) {
+        const d = owner.get(m[2]);
+        if (d === undefined || file.startsWith(join(infra, d) + sep)) continue;
+        bad.push(`${relative(root, file)}:${i + 1} names VIM type ${m[1]}${m[2]}${m[1]}  (only src/infra/${d}/ and the composition root name it; import its constant from src/infra/${d}/vim-type.ts)`);
+      }
+    }
   }
 }
 
@@ -101,4 +200,4 @@ if (bad.length > 0) {
   for (const b of bad) console.error(`  ${b}`);
   process.exit(1);
 }
-console.log(`check-deps: ${files.length} files, ${count} relative imports, ${new Set(files.map(layerOf)).size} layers: dependency rule holds, no folder cycles`);
+console.log(`check-deps: ${files.length} files, ${count} relative imports, ${new Set(files.map(layerOf)).size} layers: dependency rule holds, no folder cycles, no import cycles, VIM types named only in their folders`);

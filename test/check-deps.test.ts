@@ -1,6 +1,7 @@
 /**
  * The dependency rule check (scripts/check-deps.mjs): the real tree passes, and small fake trees
- * with one violation each fail naming the offending `file -> import`.
+ * with one violation each fail naming the offending `file -> import`, the files of an import
+ * cycle, or the file and line naming a VIM type outside its folder.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -33,11 +34,14 @@ function tree(files: Record<string, string>): string {
 const GOOD: Record<string, string> = {
   'errors.ts': 'export const E = 1;\n',
   'store/db.ts': "import { E } from '../errors.ts';\nexport const db = E;\n",
-  'core/services.ts': "import type { Engine } from '../lcm/engine.ts';\nexport type Services = { engine?: Engine };\n",
-  'lcm/engine.ts': "import type { Services } from '../core/services.ts';\nimport { db } from '../store/db.ts';\nexport class Engine { s?: Services; d = db; }\n",
+  'core/base.ts': "import type { db } from '../store/db.ts';\nexport type Base = { db: typeof db };\n",
+  'core/services.ts': "import type { Base } from './base.ts';\nimport type { Engine } from '../lcm/engine.ts';\nexport type Services = Base & { engine: Engine };\n",
+  'lcm/engine.ts': "import type { Base } from '../core/base.ts';\nimport { db } from '../store/db.ts';\nimport { KIND } from '../infra/stub/vim-type.ts';\nexport class Engine { s?: Base; d = db; k = KIND; }\n",
+  'infra/stub/vim-type.ts': "/** The 'stub' VIM type. */\nexport const STUB_VIM_TYPE = 'ETSINFV.STUB.V_1';\nexport const KIND = 'stub';\n",
+  'infra/stub/vim-plugin.ts': "import { STUB_VIM_TYPE } from './vim-type.ts';\nexport const plugin = { vimType: STUB_VIM_TYPE, aliases: ['stub'] };\n",
   'api/app.ts': "import { Engine } from '../lcm/engine.ts';\nexport const app = new Engine();\n",
-  'main/server.ts': "import { app } from '../api/app.ts';\nexport const start = async () => (await import('../sim/cloud.ts')).sim(app);\n",
-  'sim/cloud.ts': 'export const sim = (x: unknown) => x;\n',
+  'main/server.ts': "import { app } from '../api/app.ts';\nexport const start = async () => (await import('../sim/cloud.ts')).sim(app, 'stub');\n",
+  'sim/cloud.ts': "export const sim = (x: unknown, type: string) => (type === 'ETSINFV.STUB.V_1' ? x : undefined);\n",
   'cli/main.ts': "import { start } from '../main/server.ts';\nawait start();\n",
 };
 
@@ -49,7 +53,7 @@ describe('check-deps', () => {
   it('passes on the real tree with a one-line summary', () => {
     const r = run();
     assert.equal(r.status, 0, r.out);
-    assert.match(r.out, /^check-deps: \d+ files, \d+ relative imports, \d+ layers: dependency rule holds, no folder cycles\n$/);
+    assert.match(r.out, /^check-deps: \d+ files, \d+ relative imports, \d+ layers: dependency rule holds, no folder cycles, no import cycles, VIM types named only in their folders\n$/);
   });
 
   it('lets the lab import the simulators and the root load the lab dynamically', () => {
@@ -82,6 +86,33 @@ describe('check-deps', () => {
       assert.match(r.out, expected);
     });
   }
+
+  it('reports an import cycle between files, type-only imports included, naming its files', () => {
+    const r = run(tree({ ...GOOD, 'lcm/engine.ts': "import type { Services } from '../core/services.ts';\nexport class Engine { s?: Services; }\n" }));
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /import cycle: src\/core\/services\.ts -> src\/lcm\/engine\.ts -> src\/core\/services\.ts\n/);
+  });
+
+  it('reports a cycle inside one folder and a file importing itself', () => {
+    const r = run(tree({ ...GOOD, 'model/a.ts': "import type { B } from './b.ts';\nexport type A = { b?: B };\n", 'model/b.ts': "import type { A } from './a.ts';\nexport type B = { a?: A };\n", 'model/self.ts': "import type { S } from './self.ts';\nexport type S = { s?: S };\n" }));
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /import cycle: src\/model\/a\.ts -> src\/model\/b\.ts -> src\/model\/a\.ts/);
+    assert.match(r.out, /import cycle: src\/model\/self\.ts -> src\/model\/self\.ts/);
+  });
+
+  it('reports a VIM type named outside its VIM folder and the composition root, with file and line', () => {
+    const r = run(tree({ ...GOOD, 'mgmt/driver.ts': "export const a = 1;\nexport const conn = { vimType: 'ETSINFV.STUB.V_1' };\n", 'vims/registry.ts': 'export const kinds = [`stub`];\n' }));
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /src\/mgmt\/driver\.ts:2 names VIM type 'ETSINFV\.STUB\.V_1' {2}\(only src\/infra\/stub\/ and the composition root name it/);
+    assert.match(r.out, /src\/vims\/registry\.ts:1 names VIM type `stub`/);
+  });
+
+  it('lets another VIM folder name only its own types', () => {
+    const r = run(tree({ ...GOOD, 'infra/other/vim-type.ts': "export const OTHER = 'other';\n", 'infra/other/driver.ts': "export const types = ['other', 'stub'];\n" }));
+    assert.equal(r.status, 1, r.out);
+    assert.match(r.out, /src\/infra\/other\/driver\.ts:1 names VIM type 'stub'/);
+    assert.doesNotMatch(r.out, /names VIM type 'other'/);
+  });
 
   it('reports a cycle between folders', () => {
     const r = run(tree({ ...GOOD, 'infra/a.ts': "import { b } from '../nfvo/b.ts';\nexport const a = b;\n", 'nfvo/b.ts': "import { a } from '../infra/a.ts';\nexport const b = () => a;\n" }));

@@ -1,5 +1,5 @@
 /** Auto-heal: fault intake, ledger, durable heal batches, storm guard. */
-export { setupAutoheal, createAutohealPlugin, type AutohealContext, type AutohealHandle, type AutohealPluginOptions } from './autoheal-plugin.ts';
+export { createAutoheal, type AutohealDeps, type AutohealHandle, type AutohealPluginOptions } from './autoheal-plugin.ts';
 export { HealBatcher, isAutohealEnabled, type HealBatcherDeps } from './batcher.ts';
 export { FaultLedger, BATCH_STATUSES, NOTIFICATION_STATUSES, batchOrigin, healCausePrefix, type BatchStatus, type NotificationStatus, type HealBatchRecord, type FaultNotificationRecord, type BatchTarget, type GroupItem, type GroupOutcome } from './ledger.ts';
 export { IntakeQueue, validateNotification, type IntakeRequest, type IntakeResult, type IntakeQueueDeps } from './intake-queue.ts';

@@ -5,7 +5,6 @@
  */
 import { Command } from 'commander';
 import { ConfigError, type ConfigInput, resolveConfig } from '../config.ts';
-import type { EngineContext } from '../lcm/engine.ts';
 import { startVnfm } from '../main/server.ts';
 import { checkLabPrerequisites, LabStartError } from '../main/lab.ts';
 import { SimStateUnusableError } from '../main/sim-cloud.ts';
@@ -79,7 +78,7 @@ program
       if (stopping) {
         // A second signal: do not wait for the grace period (ops stop at their next safe point,
         // their leases are released for the next process).
-        (vnfm.ctx as EngineContext).engine?.runner.abortAll(`second ${signal} during shutdown`);
+        vnfm.ctx.engine.runner.abortAll(`second ${signal} during shutdown`);
         return;
       }
       stopping = true;

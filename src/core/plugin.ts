@@ -1,14 +1,9 @@
 /**
- * How a module is wired into a VNFM: a function over the services that creates what the module
- * owns (setting it on the services) and returns its background work. Plugins register no routes;
- * the API (src/api/) serves what they put on the services.
+ * Background work of a module: what its builder returns next to its value, started by the
+ * composition root once the server listens and stopped in reverse order at close.
  */
-import type { Services } from './services.ts';
 
-/** A module that adds services/workers to the VNFM; may return start/stop hooks. */
-export type VnfmPlugin = (ctx: Services) => void | PluginHooks;
-
-/** Background work of a plugin. */
+/** Background work of a module (or of an extra plugin); start/stop hooks. */
 export interface PluginHooks {
   /** Called after the server listens. */
   start?(): void | Promise<void>;

@@ -1,49 +1,27 @@
 /**
- * The services a VNFM is made of, built once by the composition root (src/main/server.ts) and
- * by tests, and handed to every module: domain modules add their services to it at setup, route
- * modules (src/api/) read what they serve from it. Nothing here constructs anything.
+ * The services a VNFM is made of, as the API (src/api/) reads them: the base services and the
+ * value each module's builder returned, assembled by the composition root (src/main/compose.ts).
+ * Types only: every module value type is defined by its module, which never sees this object.
  */
 import type { FastifyInstance } from 'fastify';
-import type { Logger } from 'pino';
 import type { AutohealHandle } from '../autoheal/autoheal-plugin.ts';
-import type { VnfmConfig } from '../config.ts';
 import type { Engine } from '../lcm/engine.ts';
-import type { InstanceService } from '../lcm/instance-service.ts';
 import type { DriftSync } from '../lcm/sync.ts';
-import type { Notifier } from '../notify/notifier.ts';
 import type { NotificationServices } from '../notify/setup.ts';
-import type { PackageService } from '../packages/package-service.ts';
-import type { Store } from '../store/db.ts';
-import type { SecretBox } from '../store/secret-box.ts';
-import type { VimRegistry } from '../vims/vim-registry.ts';
-import type { ServerNotifierRegistry } from '../vims/server-notifiers.ts';
-import type { OutboundGuard } from '../net/outbound.ts';
-import type { VnfmMetrics } from './metrics.ts';
+import type { BaseServices } from './base-services.ts';
+import type { PluginHooks } from './plugin.ts';
 
-/** Services shared by the modules and the API routes. Optional members are set by the module that owns them. */
-export interface Services {
-  config: VnfmConfig;
-  store: Store;
-  log: Logger;
-  box: SecretBox;
-  metrics: VnfmMetrics;
-  notifier: Notifier;
-  packages: PackageService;
-  vims: VimRegistry;
-  instances: InstanceService;
-  /** Outbound request rules (callbacks, NFVO, Server Notifiers). */
-  outbound: OutboundGuard;
-  /** Outbound request rules of VIM endpoints (Keystone and its catalog, Kubernetes API servers; `outbound.vimAllow`). */
-  vimOutbound: OutboundGuard;
-  /** Server Notifier endpoints registered by an admin. */
-  serverNotifiers: ServerNotifierRegistry;
-  /** The LCM engine, set by the engine module at start-up (its routes: src/api/vnflcm/lcm-routes.ts). */
-  engine?: Engine;
-  /** The drift sync, set by the sync module (its route: src/api/vnflcm/sync-routes.ts). */
+export type { BaseServices } from './base-services.ts';
+
+/** Services shared by the modules and the API routes. Optional members belong to modules that may be left out. */
+export interface Services extends BaseServices {
+  /** The LCM engine (its routes: src/api/vnflcm/lcm-routes.ts). */
+  engine: Engine;
+  /** The drift sync (its route: src/api/vnflcm/sync-routes.ts). */
   sync?: DriftSync;
-  /** Subscriptions and the delivery worker, set by the notification module (routes: src/api/vnflcm/subscription-routes.ts). */
+  /** Subscriptions and the delivery worker (routes: src/api/vnflcm/subscription-routes.ts). */
   notifications?: NotificationServices;
-  /** Auto-heal, set by the auto-heal module (routes: src/api/autoheal/). */
+  /** Auto-heal (routes: src/api/autoheal/). */
   autoheal?: AutohealHandle;
   /** LCM routes added inside each `/vnflcm/{v}` facade by extra plugins (tests); built-in modules register none. */
   lcmRoutes?: ((app: FastifyInstance, v: 'v1' | 'v2') => void | Promise<void>)[];
@@ -65,5 +43,12 @@ export interface StartupGate {
   whenDone: Promise<void>;
 }
 
-/** The former name of {@link Services}, kept so that module signatures read as before. */
+/**
+ * An extra module (tests, benchmarks) given to the composition root: called with the assembled
+ * services after the built-in modules were built; it may add routes (`lcmRoutes`, `extraRoutes`)
+ * and return background work, and uses the services otherwise as they are.
+ */
+export type VnfmPlugin = (ctx: Services) => void | PluginHooks;
+
+/** The former name of {@link Services}, kept so that route module signatures read as before. */
 export type AppContext = Services;

@@ -1,13 +1,12 @@
 /**
- * Wires the LCM engine into a VNFM: driver registry, management drivers, grant client, request
- * service, executor and runner. Its routes (src/api/vnflcm/lcm-routes.ts) are served from `ctx.engine`.
+ * Builds the LCM engine of a VNFM: driver registry (one driver per VIM plugin), management drivers,
+ * grant client, request service, executor and runner. The composition root serves it to the API
+ * (`Services.engine`, routes in src/api/vnflcm/lcm-routes.ts) and hands it to the modules built on it.
  */
 import { readFileSync } from 'node:fs';
 import type { PluginHooks } from '../core/plugin.ts';
-import type { AppContext } from '../core/services.ts';
+import type { BaseServices } from '../core/base-services.ts';
 import { InfraDriverRegistry } from '../infra/infra-driver.ts';
-import { createKubernetesDriver } from '../infra/kubernetes/index.ts';
-import { createOpenStackDriver } from '../infra/openstack/index.ts';
 import { ownerInstanceId } from '../mgmt/lb/index.ts';
 import { MgmtRunner } from '../mgmt/mgmt-driver.ts';
 import { createNodePortLbDriver } from '../mgmt/drivers/cnf-nodeport-lb/index.ts';
@@ -36,15 +35,17 @@ export interface Engine {
   states: OpOccStates;
 }
 
-/** Engine-aware context. */
-export type EngineContext = AppContext & { engine?: Engine };
+/** What the engine is built over. */
+export type EngineDeps = Pick<BaseServices, 'config' | 'store' | 'log' | 'box' | 'metrics' | 'notifier' | 'vims' | 'instances' | 'packages' | 'outbound' | 'vimOutbound' | 'serverNotifiers' | 'vimPlugins'>;
 
-/** Creates the engine on a context (`ctx.engine`) and returns its start/stop hooks. */
-export function setupEngine(ctx: EngineContext): PluginHooks {
+/** Builds the engine and its start/stop hooks (the runner). */
+export function createEngine(ctx: EngineDeps): { engine: Engine; hooks: PluginHooks } {
   const drivers = new InfraDriverRegistry();
-  // VIM endpoints (and the Keystone catalog's URLs) are checked against the outbound rules of VIMs before every request
-  drivers.register(createKubernetesDriver({ client: { outbound: ctx.vimOutbound } }));
-  drivers.register(createOpenStackDriver({ outbound: ctx.vimOutbound }));
+  // One driver per VIM plugin, registered last to first so that an earlier plugin's driver is
+  // found first (a driver registered later, e.g. a test's, is found before them all). VIM
+  // endpoints (and the Keystone catalog's URLs) are checked against the outbound rules of VIMs
+  // before every request.
+  for (const p of [...ctx.vimPlugins.list].reverse()) drivers.register(p.createDriver({ vimOutbound: ctx.vimOutbound }));
   const mgmt = new MgmtRunner();
   // Built-in drivers first (they claim VNFD hook artifacts by name or property), package scripts
   // for the hooks no built-in driver claims.
@@ -89,11 +90,10 @@ export function setupEngine(ctx: EngineContext): PluginHooks {
   const grants = createGrantClient(ctx.config, ctx.outbound.fetch(ctx.config.grants.caFile ? tlsFetch({ ca: readFileSync(ctx.config.grants.caFile, 'utf8') }) : undefined));
   let runner: Runner | undefined;
   const states = new OpOccStates({ notifier: ctx.notifier, metrics: ctx.metrics, instance: (id, tx) => ctx.instances.get(id, tx) });
-  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore, serverNotifiers: ctx.serverNotifiers });
+  const lcm = new LcmService(ctx.store.db, ctx.instances, ctx.packages, states, ctx.log, () => runner?.wake(), (t) => drivers.find(t), { mgmt, mgmtStore, serverNotifiers: ctx.serverNotifiers, vimPlugins: ctx.vimPlugins });
   const executor = new Executor({ db: ctx.store.db, config: ctx.config, log: ctx.log, metrics: ctx.metrics, states, instances: ctx.instances, packages: ctx.packages, drivers, mgmt, mgmtStore, grants, wakeAfter: (ms) => runner?.wakeAfter(ms) });
   // the aborted ops get half of the stop margin to reach a safe point, the rest of the stop the other half
   runner = new Runner(ctx.store.db, executor, { ...ctx.config.runner, abortWaitMs: Math.min(10_000, Math.floor(ctx.config.runner.shutdownMarginMs / 2)), heartbeatDb: ctx.store.leaseDb, singleProcess: ctx.store.kind === 'pglite' }, ctx.log, ctx.metrics);
-  ctx.engine = { lcm, runner, drivers, mgmt, grants, states };
   const r = runner;
-  return { start: () => r.start(), stop: () => r.stop() };
+  return { engine: { lcm, runner, drivers, mgmt, grants, states }, hooks: { start: () => r.start(), stop: () => r.stop() } };
 }

@@ -127,7 +127,7 @@ export class InstanceService {
   }
 
   /** The default VIM of a kind for an instance of `project` (its project's default, else the shared one) as a full connection. */
-  async defaultVim(kind: 'openstack' | 'kubernetes', project: string | null = null): Promise<VimConnection | undefined> {
+  async defaultVim(kind: string, project: string | null = null): Promise<VimConnection | undefined> {
     const v = await this.vims.getDefault(kind, project);
     return v ? this.vims.toConnection(v) : undefined;
   }

@@ -11,6 +11,7 @@ import type { Kysely } from 'kysely';
 import type { Logger } from 'pino';
 import { vnfmError } from '../errors.ts';
 import type { InfraDriver } from '../infra/infra-driver.ts';
+import type { VimPlugins } from '../infra/vim-plugin.ts';
 import type { HealCommand, InstantiateCommand, LcmCommand, ScaleCommand, TerminateCommand } from '../model/lcm-command.ts';
 import { commandOf } from '../model/lcm-command.ts';
 import type { OpOccRecord } from '../model/op-occ.ts';
@@ -56,8 +57,11 @@ export class LcmService {
     private readonly wake: () => void,
     /** The infra driver of a VIM type (undefined: not supported); without it every type is accepted. */
     private readonly driverOf?: (vimType: string) => InfraDriver | undefined,
-    /** Management drivers (request validation at acceptance) and the sealing of request secrets. */
-    private readonly mgmt?: { mgmt: MgmtRunner; mgmtStore: MgmtStore; serverNotifiers?: { resolve(ref: { id?: string; uri?: string }, vimIds: readonly string[]): Promise<unknown> } },
+    /**
+     * Management drivers (request validation at acceptance) and the sealing of request secrets;
+     * the VIM plugins (the default VIM of a package's kind, the supported types).
+     */
+    private readonly mgmt?: { mgmt: MgmtRunner; mgmtStore: MgmtStore; serverNotifiers?: { resolve(ref: { id?: string; uri?: string }, vimIds: readonly string[]): Promise<unknown> }; vimPlugins?: VimPlugins },
   ) {}
 
   private hasDriver(vimType: string): boolean {
@@ -129,7 +133,9 @@ export class LcmService {
       if (o.vimConnectionInfo !== undefined) {
         conns = await this.instances.completeConnections({ ...(await this.instances.vimConnections(id)), ...o.vimConnectionInfo } as Record<string, Partial<VimConnection>>, o.vimScope);
       } else if (Object.keys(inst.vimConnectionInfo).length === 0) {
-        const kind = vnfd.baseHotDirs[command.flavourId] ? 'openstack' : vnfd.kubernetesFiles.length > 0 ? 'kubernetes' : 'openstack';
+        // the VIM plugin that deploys the package's flavour
+        const kind = this.mgmt?.vimPlugins?.kindForPackage(vnfd, command.flavourId);
+        if (kind === undefined) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'no vimConnectionInfo given and no default VIM registered');
         // the instance's project's default VIM, else the shared default
         const def = await this.instances.defaultVim(kind, inst.project ?? null);
         if (!def) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', `no vimConnectionInfo given and no default ${kind} VIM registered`);
@@ -138,7 +144,7 @@ export class LcmService {
       // The connections the op will use: the new ones, else the instance's (read once).
       const inUse = Object.values(conns ?? (await this.instances.vimConnections(id)));
       for (const c of inUse) {
-        if (!this.hasDriver(c.vimType)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimType ${c.vimType} is not supported; supported: ETSINFV.OPENSTACK_KEYSTONE.V_3, ETSINFV.KUBERNETES.V_1`);
+        if (!this.hasDriver(c.vimType)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimType ${c.vimType} is not supported; supported: ${(this.mgmt?.vimPlugins?.vimTypes() ?? []).join(', ')}`);
       }
       await this.checkServerNotifier(command, inUse);
       // The driver decides now whether the request deploys anything (e.g. a CNF whose

@@ -33,7 +33,7 @@ import type { Logger } from 'pino';
 import { InstanceService } from './instance-service.ts';
 import { Counter } from 'prom-client';
 import type { PluginHooks } from '../core/plugin.ts';
-import type { AppContext } from '../core/services.ts';
+import type { BaseServices } from '../core/base-services.ts';
 import { isVnfmError, vnfmError } from '../errors.ts';
 import type { InfraContext, ObservedResources } from '../infra/infra-driver.ts';
 import type { ModifyInfoCommand } from '../model/lcm-command.ts';
@@ -55,7 +55,7 @@ export interface SyncOptions {
   intervalMs: number;
   /** Delay before the first background run, so a restart does not start with a burst of VIM calls. @default 60000 (or intervalMs when shorter) */
   initialDelayMs: number;
-  /** VIM types the background sync visits (drift is normal on Kubernetes); the endpoint syncs any type. @default ['ETSINFV.KUBERNETES.V_1'] */
+  /** VIM types the background sync visits; the endpoint syncs any type. @default the types whose VIM plugin syncs by default (Kubernetes: drift is normal there) */
   vimTypes: string[];
   /** Observations made in all when the VIM shows another number of VNFCs per VDU than stored (a replacement in flight). @default 4 */
   settleAttempts: number;
@@ -63,13 +63,16 @@ export interface SyncOptions {
   settleDelayMs: number;
 }
 
-/** Fills the defaults of {@link SyncOptions} and validates them. */
-export function resolveSyncOptions(input: Partial<SyncOptions> = {}): SyncOptions {
+/**
+ * Fills the defaults of {@link SyncOptions} and validates them; `defaultVimTypes`: the VIM types
+ * visited when `vimTypes` is not given (the composition root passes those whose VIM plugin syncs by default).
+ */
+export function resolveSyncOptions(input: Partial<SyncOptions> = {}, defaultVimTypes: readonly string[] = []): SyncOptions {
   const intervalMs = input.intervalMs ?? 300_000;
   const o: SyncOptions = {
     intervalMs,
     initialDelayMs: input.initialDelayMs ?? Math.min(60_000, intervalMs),
-    vimTypes: input.vimTypes ?? ['ETSINFV.KUBERNETES.V_1'],
+    vimTypes: input.vimTypes ?? [...defaultVimTypes],
     settleAttempts: input.settleAttempts ?? 4,
     settleDelayMs: input.settleDelayMs ?? 1000,
   };
@@ -106,9 +109,12 @@ export interface SyncPassResult {
   missing: number;
 }
 
+/** The services the drift sync reads and writes through. */
+export type SyncServices = Pick<BaseServices, 'config' | 'store' | 'log' | 'metrics' | 'instances' | 'packages'>;
+
 /** Dependencies of {@link DriftSync}. */
 export interface DriftSyncDeps {
-  ctx: AppContext;
+  ctx: SyncServices;
   engine: Engine;
   options: SyncOptions;
 }
@@ -391,21 +397,16 @@ function hasChanges(c: ResourceChanges): boolean {
   return c.affectedVnfcs.length > 0 || c.affectedVirtualStorages.length > 0 || c.affectedVirtualLinks.length > 0;
 }
 
-/** Sync-aware context: the service is kept on it so that it is set up once. */
-export type SyncContext = AppContext & { engine?: Engine; sync?: DriftSync };
+/** What the drift sync is built over. */
+export type SyncDeps = SyncServices & Pick<BaseServices, 'vimPlugins'> & { engine: Engine };
 
 /**
- * Creates the drift sync on a context (after the engine; `ctx.sync`, which the API serves as `POST
- * /vnflcm/v2/vnf_instances/{id}/sync`) and returns the hooks that run the periodic sync. Options
- * come from `options`, else the config's `sync` section, else the defaults. Calling it again on
- * the same context does nothing, so it can be both built in and passed as a test plugin.
+ * Builds the drift sync (served by the API as `POST /vnflcm/v2/vnf_instances/{id}/sync`) and the
+ * hooks that run the periodic sync. Options come from `options`, else the config's `sync` section,
+ * else the defaults (the VIM types whose plugin syncs by default).
  */
-export function setupSync(ctx: SyncContext, options?: Partial<SyncOptions>): PluginHooks | undefined {
-  if (ctx.sync) return undefined;
-  const engine = ctx.engine;
-  if (!engine) throw new Error('setupSync needs the LCM engine: set it up after setupEngine');
-  const fromConfig = (ctx.config as unknown as { sync?: Partial<SyncOptions> }).sync;
-  const sync = new DriftSync({ ctx, engine, options: resolveSyncOptions(options ?? fromConfig ?? {}) });
-  ctx.sync = sync;
-  return { start: () => sync.start(), stop: () => sync.stop() };
+export function createSync(deps: SyncDeps, options?: Partial<SyncOptions>): { sync: DriftSync; hooks: PluginHooks } {
+  const { engine, vimPlugins, ...ctx } = deps;
+  const sync = new DriftSync({ ctx, engine, options: resolveSyncOptions(options ?? ctx.config.sync, vimPlugins.syncVimTypes()) });
+  return { sync, hooks: { start: () => sync.start(), stop: () => sync.stop() } };
 }

@@ -1,8 +1,9 @@
 /**
- * The composition root: opens the database, builds the services, wires the modules (each a
- * plugin that sets its services on the context and returns its background work), builds the HTTP
- * app over the services, starts the workers, and (unless disabled) the simulated cloud. The only
- * place that knows every module; nothing but the CLI (and tests) imports it.
+ * The composition root: opens the database, builds the base services and the modules from them
+ * (./compose.ts: each module's builder returns its value and its background work, the services are
+ * assembled from those values), builds the HTTP app over the services, starts the workers, and
+ * (unless disabled) the simulated cloud. The only place that knows every module; nothing but the
+ * CLI (and tests) imports it.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -10,29 +11,19 @@ import type { FastifyInstance } from 'fastify';
 import { ConfigError, type VnfmConfig, authModes } from '../config.ts';
 import { buildApp } from '../api/app.ts';
 import { probeCredentialCheck } from '../api/auth/index.ts';
-import { VnfmMetrics } from '../core/metrics.ts';
-import type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
-import type { AppContext } from '../core/services.ts';
-import { setupAutoheal } from '../autoheal/index.ts';
-import { setupEngine } from '../lcm/engine.ts';
-import { setupSync } from '../lcm/sync.ts';
+import type { AppContext, VnfmPlugin } from '../core/services.ts';
+import type { VimPlugin } from '../infra/vim-plugin.ts';
 import { type LivenessServer, startLivenessServer } from './liveness.ts';
-import { setupSimCloud } from './sim-cloud.ts';
-import { InstanceService } from '../lcm/instance-service.ts';
+import { type BuiltinName, type ModuleOptions, buildBaseServices, composeModules } from './compose.ts';
 import { type Logger, createLogger } from '../logger.ts';
-import { Notifier } from '../notify/notifier.ts';
-import { setupNotifications } from '../notify/setup.ts';
 import { cleanupStaleHookDirs } from '../mgmt/script-runner.ts';
-import { PackageService } from '../packages/package-service.ts';
 import { type Store, openStore } from '../store/db.ts';
-import { configureSecretNames } from '../model/sealed-params.ts';
-import { openSecretBox } from '../store/secret-box.ts';
 import { restrictFileModes, secureDataDir } from '../store/data-dir-perms.ts';
-import { VimRegistry } from '../vims/vim-registry.ts';
-import { ServerNotifierRegistry } from '../vims/server-notifiers.ts';
-import { OutboundGuard, vimOutboundGuard } from '../net/outbound.ts';
+import { OutboundGuard } from '../net/outbound.ts';
 
-export type { PluginHooks, VnfmPlugin } from '../core/plugin.ts';
+export type { PluginHooks } from '../core/plugin.ts';
+export type { VnfmPlugin } from '../core/services.ts';
+export type { BuiltinName, ModuleOptions } from './compose.ts';
 
 /** A running VNFM. */
 export interface Vnfm {
@@ -56,26 +47,14 @@ export interface StartOptions {
   store?: Store;
   /** Do not listen on a port (app.inject only). @default false */
   noListen?: boolean;
-  /** Extra modules wired after the built-in ones and before the app is built. */
+  /** Extra modules called with the assembled services after the built-in ones, before the app is built. */
   plugins?: VnfmPlugin[];
-  /** Built-in modules to leave out (tests that wire their own variant). The engine is always on. */
+  /** Built-in modules to leave out. The engine is always on. */
   without?: BuiltinName[];
-}
-
-/** Builds the services over an open store. */
-export function buildContext(config: VnfmConfig, store: Store, log: Logger): AppContext {
-  configureSecretNames(config.secrets);
-  const box = openSecretBox({ configured: config.secretKey, file: config.secretKeyFile, dataDir: config.databaseUrl ? undefined : config.dataDir });
-  const metrics = new VnfmMetrics({ defaultMetrics: true, ...(store.wasmMemoryBytes ? { wasmMemoryBytes: () => store.wasmMemoryBytes?.() ?? 0 } : {}) });
-  const notifier = new Notifier(() => config.publicUrl);
-  const own = () => ({ host: config.host, port: config.port || Number(new URL(config.publicUrl).port) });
-  const vimOutbound = vimOutboundGuard(config.outbound, own);
-  const vims = new VimRegistry(store.db, box, config.auth.tenancy.vims, (u) => vimOutbound.checkAccept(u));
-  const packages = new PackageService(store.db, log, (r) => metrics.packages.inc({ result: r }), config.packages);
-  const instances = new InstanceService(store.db, notifier, vims, box, log);
-  const outbound = new OutboundGuard(config.outbound, own);
-  const serverNotifiers = new ServerNotifierRegistry(store.db, (u) => outbound.check(u));
-  return { config, store, log, box, metrics, notifier, vims, packages, instances, outbound, vimOutbound, serverNotifiers, lcmRoutes: [], extraRoutes: [] };
+  /** Variants of the built-in modules (tests, benchmarks). */
+  modules?: ModuleOptions;
+  /** VIM types served besides the built-in ones (src/infra/vim-plugin.ts). */
+  vimPlugins?: VimPlugin[];
 }
 
 /**
@@ -93,27 +72,6 @@ async function checkNfvoUrls(config: VnfmConfig, log: Logger): Promise<void> {
     if (/does not resolve/.test(why)) log.warn({ setting: what, reason: why }, 'NFVO URL does not resolve now; it is checked again at each request');
     else throw new ConfigError(`${what} is refused by the outbound rules: ${why}`);
   }
-}
-
-/** Names of the optional built-in modules. */
-export type BuiltinName = 'sync' | 'notifications' | 'autoheal' | 'sim';
-
-/** The modules every VNFM runs (engine, notifications, auto-heal, simulated cloud), with the names their stop steps are logged under. */
-function builtinPlugins(without: BuiltinName[] = []): [string, VnfmPlugin][] {
-  const notifications: VnfmPlugin = (ctx) => {
-    const n = setupNotifications(ctx);
-    ctx.notifier.onQueued(() => n.worker.wake());
-    return { start: () => n.worker.start(), stop: () => n.worker.stop() };
-  };
-  const wanted = (n: BuiltinName): boolean => !without.includes(n);
-  const optional: [BuiltinName, string, VnfmPlugin][] = [
-    ['sync', 'drift sync', setupSync],
-    ['notifications', 'notification delivery', notifications],
-    ['autoheal', 'auto-heal', setupAutoheal],
-  ];
-  // The simulated cloud (and the lab's hosts) starts first and stops last: the operations the
-  // engine resumes at start-up, and those it drains at shutdown, reach the VIMs they were using.
-  return [...(wanted('sim') ? [['simulated cloud and lab', setupSimCloud] as [string, VnfmPlugin]] : []), ['op runner (running operations)', setupEngine], ...optional.filter(([n]) => wanted(n)).map(([, name, p]): [string, VnfmPlugin] => [name, p])];
 }
 
 /**
@@ -157,7 +115,7 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
       onStaleLock: (stale, file) => log.warn({ dataDir: config.dataDir, lockFile: file, stalePid: stale.pid, staleHost: stale.hostname, staleStartedAt: stale.startedAt }, 'data directory lock left by a process that is gone; taken over'),
     }));
   phase('database');
-  const ctx = buildContext(config, store, log);
+  const { services: ctx, hooks } = composeModules(buildBaseServices(config, store, log, opts.vimPlugins), { ...(opts.without ? { without: opts.without } : {}), ...(opts.modules ? { modules: opts.modules } : {}) });
   const closers: [string, () => Promise<void>][] = [];
   /** Stop steps begun and not finished (logged when a stop overruns its deadline). */
   const pendingStop = new Set<string>();
@@ -179,11 +137,9 @@ export async function startVnfm(config: VnfmConfig, opts: StartOptions = {}): Pr
     }
   };
   const permTimer = onDisk ? setInterval(fixPerms, 60_000).unref() : undefined;
-  const hooks: [string, PluginHooks][] = [];
-  const extra = (opts.plugins ?? []).map((p, i): [string, VnfmPlugin] => [`plugin ${p.name || i + 1}`, p]);
-  for (const [name, p] of [...builtinPlugins(opts.without), ...extra]) {
+  for (const [i, p] of (opts.plugins ?? []).entries()) {
     const h = p(ctx);
-    if (h) hooks.push([name, h]);
+    if (h) hooks.push([`plugin ${p.name || i + 1}`, h]);
   }
   phase('modules');
   // API requests that arrive between listen and the end of start-up wait for it (src/api/health.ts)

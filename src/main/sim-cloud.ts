@@ -47,12 +47,16 @@ export function simStateDir(dataDir: string): string | undefined {
 async function upsertVim(ctx: AppContext, input: VimInput): Promise<void> {
   // the simulated cloud's VIMs are shared (no project); a project's VIM of the same name is its own
   const existing = (await ctx.vims.list()).find((v) => v.name === input.name && v.project === null);
-  const hasDefault = (await ctx.vims.getDefault(input.type as 'openstack' | 'kubernetes')) !== undefined;
+  const hasDefault = (await ctx.vims.getDefault(input.type ?? '')) !== undefined;
   if (existing) await ctx.vims.update(existing.id, { ...input, is_default: existing.isDefault });
   else await ctx.vims.register({ ...input, is_default: !hasDefault });
 }
 
-/** Plugin: starts the simulated cloud when `config.sim` is true. */
+/**
+ * The simulated cloud's background work when `config.sim` is true (built by the composition root,
+ * src/main/compose.ts): starts it, registers its VIMs, and records what runs as `simCloud` on the
+ * services (readiness and tests read it).
+ */
 export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): PluginHooks | undefined {
   if (!ctx.config.sim) return undefined;
   const closers: (() => Promise<void>)[] = [];

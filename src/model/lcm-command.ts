@@ -8,7 +8,6 @@
  * A command is stored with its op occ (`op_occ.command`), so a retry, a rollback or a resume in
  * another process acts on exactly what was accepted.
  */
-import type { OpOccRecord } from './op-occ.ts';
 import type { VnfInstanceRecord } from './vnf-instance.ts';
 
 type Params = Record<string, unknown>;
@@ -75,6 +74,14 @@ export type LcmCommand = InstantiateCommand | ScaleCommand | HealCommand | Termi
 /** The command of an op occ, narrowed to its operation. */
 export type CommandOf<O extends LcmCommand['operation']> = Extract<LcmCommand, { operation: O }>;
 
+/** What {@link commandOf} reads of an op occ (src/model/op-occ.ts `OpOccRecord` has these fields). */
+export interface StoredOperation {
+  operation: LcmCommand['operation'];
+  command: LcmCommand | null;
+  operationParams: Record<string, unknown>;
+  apiVersion: 'v1' | 'v2';
+}
+
 function obj(v: unknown): Params {
   return v && typeof v === 'object' && !Array.isArray(v) ? (v as Params) : {};
 }
@@ -84,7 +91,7 @@ function obj(v: unknown): Params {
  * and the facade's version: their command is derived here once, with the rules those versions had
  * (v1 heal ids name vnfcResourceInfo, a v1 heal without ids is the entire VNF).
  */
-export function commandOf(op: Pick<OpOccRecord, 'operation' | 'command' | 'operationParams' | 'apiVersion'>, instance?: VnfInstanceRecord): LcmCommand {
+export function commandOf(op: StoredOperation, instance?: VnfInstanceRecord): LcmCommand {
   if (op.command) return op.command;
   const p = op.operationParams;
   const additionalParams = obj(p.additionalParams);

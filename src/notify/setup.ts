@@ -1,26 +1,34 @@
 /**
- * Wires notifications into a VNFM: the subscription service and the delivery worker. Their
- * routes (the SOL `/subscriptions` resources and the operator's outbox API) live in
- * src/api/vnflcm/subscription-routes.ts and are served from `ctx.notifications`.
+ * Builds the notification module of a VNFM: the subscription service and the delivery worker.
+ * Their routes (the SOL `/subscriptions` resources and the operator's outbox API) live in
+ * src/api/vnflcm/subscription-routes.ts and are served from `Services.notifications`.
  */
 import { readFileSync } from 'node:fs';
-import type { Services } from '../core/services.ts';
+import type { BaseServices } from '../core/base-services.ts';
 import { fetchByPrefixTls } from '../net/tls-fetch.ts';
 import { DeliveryWorker } from './delivery.ts';
 import { SubscriptionService } from './subscriptions.ts';
 
-/** What {@link setupNotifications} built. */
+/** What {@link createNotifications} built. */
 export interface NotificationServices {
   subscriptions: SubscriptionService;
   worker: DeliveryWorker;
 }
 
+/** Options of {@link createNotifications} beyond the config (tests). */
+export interface NotificationOptions {
+  concurrency?: number;
+  pollMs?: number;
+}
+
+/** What the notification module is built over. */
+export type NotificationDeps = Pick<BaseServices, 'config' | 'store' | 'log' | 'box' | 'metrics' | 'outbound'>;
+
 /**
- * Builds the subscription service and the delivery worker over the context and sets them on it
- * (`ctx.notifications`, which the API serves). Must run before `buildApp(ctx)`. The worker is not
- * started here: call `worker.start()` once the server runs and `await worker.stop()` at shutdown.
+ * Builds the subscription service and the delivery worker (which the API serves). The worker is
+ * not started here: call `worker.start()` once the server runs and `await worker.stop()` at shutdown.
  */
-export function setupNotifications(ctx: Services, opts: { concurrency?: number; pollMs?: number } = {}): NotificationServices {
+export function createNotifications(ctx: NotificationDeps, opts: NotificationOptions = {}): NotificationServices {
   // Every callback and token request goes through the outbound rules, checked again at send time
   // and pinned to the checked addresses; https is verified against the CA bundle of its URL prefix
   // (notifications.tls), else notifications.caFile, else the system CAs.
@@ -36,7 +44,5 @@ export function setupNotifications(ctx: Services, opts: { concurrency?: number; 
   const fetch = ctx.outbound.fetch(fetchByPrefixTls(perPrefix, n.caFile ? { ca: read('notifications.caFile', n.caFile) } : {}));
   const subscriptions = new SubscriptionService(ctx.store.db, ctx.box, ctx.config, ctx.log, { fetch, checkUrl: (u) => ctx.outbound.check(u) });
   const worker = new DeliveryWorker({ db: ctx.store.db, box: ctx.box, config: ctx.config, log: ctx.log, metrics: ctx.metrics, fetch, ...opts });
-  const services = { subscriptions, worker };
-  ctx.notifications = services;
-  return services;
+  return { subscriptions, worker };
 }

@@ -1,6 +1,7 @@
 /**
- * The VIM registry (Tacker's legacy `/v1.0/vims`): named OpenStack and Kubernetes VIMs with their
- * credentials sealed at rest, one default per type. LCM requests that name only a `vimId` in
+ * The VIM registry (Tacker's legacy `/v1.0/vims`): named VIMs of the types the VIM plugins serve
+ * (src/infra/vim-plugin.ts, {@link VimKindRules}) with their credentials sealed at rest, one
+ * default per type. LCM requests that name only a `vimId` in
  * `vimConnectionInfo` are completed from here, so an NFVO need not send passwords with every call.
  */
 import { randomUUID } from 'node:crypto';
@@ -11,13 +12,10 @@ import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 import type { SecretBox } from '../store/secret-box.ts';
 
-/** SOL vimType values. */
-export const VIM_TYPES = {
-  openstack: 'ETSINFV.OPENSTACK_KEYSTONE.V_3',
-  kubernetes: 'ETSINFV.KUBERNETES.V_1',
-} as const;
-/** Registry VIM type. */
-export type VimKind = keyof typeof VIM_TYPES;
+/**
+ * Registry VIM type (`/v1.0/vims` `type`): the kind a VIM plugin serves (src/infra/<kind>/vim-plugin.ts).
+ */
+export type VimKind = string;
 
 /** A complete VIM connection as drivers use it (SOL VimConnectionInfo with secrets). */
 export interface VimConnection {
@@ -70,9 +68,36 @@ export interface VimInput {
   extra?: Record<string, unknown>;
 }
 
-function str(v: unknown): string | undefined {
+/**
+ * What the registry knows of one VIM type: its names, how a registration's credentials are parsed
+ * and validated, and how a registered VIM becomes a connection and an API resource. Each VIM
+ * plugin provides these (src/infra/vim-plugin.ts); the registry names no VIM type itself.
+ */
+export interface VimKindRules {
+  /** The registry's type of such a VIM (`/v1.0/vims` `type`, the kind of a default VIM). */
+  readonly kind: string;
+  /** The SOL vimType of its connections. */
+  readonly vimType: string;
+  /** Other names accepted for it in a vimConnectionInfo entry (compared case-insensitively, the kind included). */
+  readonly aliases: readonly string[];
+  /**
+   * Sets what a registration says of the type's settings and secrets on `config` and `secret`
+   * (which hold the stored VIM's on update, `prev`); throws VNFM_ERR_VIM_INVALID when one is missing.
+   */
+  applyRegistration(input: VimInput, prev: VimRecord | undefined, config: VimRecord['config'], secret: VimRecord['secret']): void;
+  /** The `auth_cred` key that must be given again when the endpoint of a VIM changes. */
+  readonly credentialKey: string;
+  /** The SOL VimConnectionInfo (with secrets) of a registered VIM. */
+  toConnection(v: VimRecord): VimConnection;
+  /** `auth_cred` and `vim_project` of the `/v1.0/vims` representation (credentials masked). */
+  toApi(v: VimRecord): { authCred: Record<string, unknown>; vimProject: Record<string, unknown> };
+}
+
+/** A non-empty string, else undefined (registration parsing). */
+export function str(v: unknown): string | undefined {
   return typeof v === 'string' && v !== '' ? v : undefined;
 }
+
 
 /** Checks a VIM endpoint URL against the outbound rules of VIMs; returns why it is refused. */
 export type VimUrlCheck = (url: string) => Promise<string | undefined>;
@@ -104,7 +129,25 @@ export class VimRegistry {
     private readonly tenancy: 'project' | 'shared' = 'project',
     /** The outbound rules of VIM endpoints (`outbound.vimAllow`), applied to every URL registered or given inline. */
     private readonly checkUrl: VimUrlCheck = async () => undefined,
+    /** The VIM types registrations may have, in registration order (the first is the type of a registration that names none). */
+    private readonly kinds: readonly VimKindRules[] = [],
   ) {}
+
+  /** The rules of a registry type; throws VNFM_ERR_VIM_INVALID naming the supported ones. */
+  private rulesOf(kind: string): VimKindRules {
+    const r = this.kinds.find((k) => k.kind === kind);
+    if (r) return r;
+    const names = this.kinds.map((k) => k.kind);
+    const list = names.length > 1 ? `${names.slice(0, -1).join(', ')} or ${names[names.length - 1]}` : (names[0] ?? 'none');
+    throw vnfmError('VNFM_ERR_VIM_INVALID', `VIM type '${kind}' is not supported; use ${list}`);
+  }
+
+  /** Accepts the legacy names Tacker accepts (a registry type, aliases) and returns the SOL vimType. */
+  normalizeVimType(t: string): string {
+    const l = t.toLowerCase();
+    for (const k of this.kinds) if ([k.vimType, k.kind, ...k.aliases].some((n) => n.toLowerCase() === l)) return k.vimType;
+    return t;
+  }
 
   /** 422 naming the rule (and the setting that opens it) when `url` may not be a VIM endpoint. */
   private async checkEndpoint(what: string, url: string): Promise<void> {
@@ -129,8 +172,8 @@ export class VimRegistry {
   }
 
   private build(input: VimInput, prev?: VimRecord): Omit<VimRecord, 'id' | 'createdAt' | 'updatedAt' | 'status' | 'project'> {
-    const type = (input.type ?? prev?.type ?? 'openstack') as string;
-    if (type !== 'openstack' && type !== 'kubernetes') throw vnfmError('VNFM_ERR_VIM_INVALID', `VIM type '${type}' is not supported; use openstack or kubernetes`);
+    const type = (input.type ?? prev?.type ?? this.kinds[0]?.kind ?? '') as string;
+    const rules = this.rulesOf(type);
     const name = input.name ?? prev?.name;
     if (!name) throw vnfmError('VNFM_ERR_VIM_INVALID', 'VIM name is required');
     const authUrl = input.auth_url ?? prev?.config.authUrl;
@@ -142,24 +185,10 @@ export class VimRegistry {
       throw vnfmError('VNFM_ERR_VIM_INVALID', `auth_url '${authUrl}' is not an http(s) URL`);
     }
     const cred = input.auth_cred ?? {};
-    const proj = input.vim_project ?? {};
     const secret = { ...(prev?.secret ?? {}) };
     const config: VimRecord['config'] = { ...(prev?.config ?? { authUrl }), authUrl };
-    if (type === 'openstack') {
-      config.username = str(cred.username) ?? prev?.config.username;
-      config.userDomainName = str(cred.user_domain_name) ?? prev?.config.userDomainName ?? 'Default';
-      config.projectName = str(proj.name) ?? str(cred.project_name) ?? prev?.config.projectName;
-      config.projectDomainName = str(proj.project_domain_name) ?? str(cred.project_domain_name) ?? prev?.config.projectDomainName ?? 'Default';
-      config.region = str(cred.region) ?? str(input.extra?.region) ?? prev?.config.region ?? 'RegionOne';
-      if (typeof cred.password === 'string') secret.password = cred.password;
-      if (!config.username || !secret.password) throw vnfmError('VNFM_ERR_VIM_INVALID', 'an openstack VIM needs auth_cred.username and auth_cred.password');
-      if (!config.projectName) throw vnfmError('VNFM_ERR_VIM_INVALID', 'an openstack VIM needs vim_project.name');
-    } else {
-      if (typeof cred.bearer_token === 'string') secret.bearerToken = cred.bearer_token;
-      if (!secret.bearerToken) throw vnfmError('VNFM_ERR_VIM_INVALID', 'a kubernetes VIM needs auth_cred.bearer_token');
-      config.projectName = str(proj.name) ?? prev?.config.projectName ?? 'default';
-    }
-    // A CA bundle (PEM) the VIM's endpoints are verified against (both types).
+    rules.applyRegistration(input, prev, config, secret);
+    // A CA bundle (PEM) the VIM's endpoints are verified against (every type).
     if (typeof cred.ssl_ca_cert === 'string') config.sslCaCert = cred.ssl_ca_cert;
     if (typeof cred.cert_verify === 'boolean') config.certVerify = cred.cert_verify;
     else if (cred.cert_verify === 'True' || cred.cert_verify === 'False') config.certVerify = cred.cert_verify === 'True';
@@ -206,11 +235,12 @@ export class VimRegistry {
     if (trustOf(v.config) !== trustOf(prev.config)) {
       // The stored password/token must not follow a VIM to another endpoint (or to one trusted differently).
       const cred = input.auth_cred ?? {};
-      const given = prev.type === 'openstack' ? typeof cred.password === 'string' && cred.password !== '' : typeof cred.bearer_token === 'string' && cred.bearer_token !== '';
+      const key = this.rulesOf(prev.type).credentialKey;
+      const given = typeof cred[key] === 'string' && cred[key] !== '';
       if (!given) {
         throw vnfmError(
           'VNFM_ERR_VIM_INVALID',
-          `a changed endpoint needs its credentials again: auth_url, ssl_ca_cert or cert_verify changed, so auth_cred.${prev.type === 'openstack' ? 'password' : 'bearer_token'} must be given in the same request`,
+          `a changed endpoint needs its credentials again: auth_url, ssl_ca_cert or cert_verify changed, so auth_cred.${key} must be given in the same request`,
         );
       }
     }
@@ -276,28 +306,27 @@ export class VimRegistry {
 
   /** The SOL VimConnectionInfo (with secrets) of a registered VIM. */
   toConnection(v: VimRecord): VimConnection {
-    if (v.type === 'openstack') {
-      return {
-        vimId: v.id,
-        vimType: VIM_TYPES.openstack,
-        interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.certVerify === false ? { skipCertificateVerification: true } : {}), ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}) },
-        accessInfo: {
-          username: v.config.username,
-          password: v.secret.password,
-          project: v.config.projectName,
-          projectDomain: v.config.projectDomainName,
-          userDomain: v.config.userDomainName,
-          region: v.config.region,
-        },
-        extra: { ...(v.config.heatEnvironment ? { heatEnvironment: v.config.heatEnvironment } : {}), ...(v.config.heatEnvironmentFiles ? { heatEnvironmentFiles: v.config.heatEnvironmentFiles } : {}) },
-      };
-    }
+    return this.rulesOf(v.type).toConnection(v);
+  }
+
+  /** The `/v1.0/vims` representation: credentials masked. */
+  toApi(v: VimRecord): Record<string, unknown> {
+    const { authCred, vimProject } = this.rulesOf(v.type).toApi(v);
     return {
-      vimId: v.id,
-      vimType: VIM_TYPES.kubernetes,
-      interfaceInfo: { endpoint: v.config.authUrl, ...(v.config.sslCaCert ? { ssl_ca_cert: v.config.sslCaCert } : {}), ...(v.config.certVerify === false ? { skipCertificateVerification: true } : {}) },
-      accessInfo: { bearer_token: v.secret.bearerToken },
-      extra: {},
+      id: v.id,
+      name: v.name,
+      type: v.type,
+      description: v.description,
+      tenant_id: v.config.projectName ?? '',
+      auth_url: v.config.authUrl,
+      auth_cred: authCred,
+      vim_project: vimProject,
+      placement_attr: { regions: v.config.region ? [v.config.region] : [] },
+      is_default: v.isDefault,
+      status: v.status,
+      extra: v.config.extra ?? {},
+      created_at: v.createdAt.toISOString(),
+      updated_at: v.updatedAt.toISOString(),
     };
   }
 
@@ -310,17 +339,17 @@ export class VimRegistry {
     const hasOwn = entry.interfaceInfo && Object.keys(entry.interfaceInfo).length > 0 && entry.accessInfo && Object.keys(entry.accessInfo).length > 0;
     if (hasOwn) {
       if (!entry.vimType) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs vimType');
-      // the VIM types the VNFM's own HTTP clients connect to (another type's driver is a plugin's)
-      if (Object.values(VIM_TYPES).includes(normalizeVimType(entry.vimType) as never)) {
+      // the VIM types of the VIM plugins, whose drivers connect to the endpoints (another type's driver is an extra one's)
+      if (this.kinds.some((k) => k.vimType === this.normalizeVimType(entry.vimType as string))) {
         for (const [k, url] of interfaceEndpoints(entry.interfaceInfo)) await this.checkEndpoint(`vimConnectionInfo interfaceInfo.${k}`, url);
       }
-      return { vimType: normalizeVimType(entry.vimType), interfaceInfo: entry.interfaceInfo ?? {}, accessInfo: entry.accessInfo ?? {}, ...(entry.vimId ? { vimId: entry.vimId } : {}), ...(entry.extra ? { extra: entry.extra } : {}) };
+      return { vimType: this.normalizeVimType(entry.vimType), interfaceInfo: entry.interfaceInfo ?? {}, accessInfo: entry.accessInfo ?? {}, ...(entry.vimId ? { vimId: entry.vimId } : {}), ...(entry.extra ? { extra: entry.extra } : {}) };
     }
     if (!entry.vimId) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'vimConnectionInfo entry needs a vimId of a registered VIM, or interfaceInfo and accessInfo');
     const r = await this.db.selectFrom('vim').selectAll().where('id', '=', entry.vimId).executeTakeFirst();
     if (!r || !inScope(scope, r.project)) throw vnfmError('VNFM_ERR_INST_INVALID', `vimConnectionInfo names VIM ${entry.vimId}, which is not registered`);
     const conn = this.toConnection(this.toRecord(r as never));
-    if (entry.vimType && normalizeVimType(entry.vimType) !== conn.vimType) throw vnfmError('VNFM_ERR_INST_INVALID', `VIM ${entry.vimId} is of type ${conn.vimType}, not ${entry.vimType}`);
+    if (entry.vimType && this.normalizeVimType(entry.vimType) !== conn.vimType) throw vnfmError('VNFM_ERR_INST_INVALID', `VIM ${entry.vimId} is of type ${conn.vimType}, not ${entry.vimType}`);
     return { ...conn, extra: { ...(conn.extra ?? {}), ...(entry.extra ?? {}) } };
   }
 }
@@ -328,36 +357,4 @@ export class VimRegistry {
 /** Rows of the same project as `project` (null: the shared rows). */
 function sameProject(project: string | null) {
   return (eb: ExpressionBuilder<Database, 'vim'>) => (project === null ? eb('project', 'is', null) : eb('project', '=', project));
-}
-
-/** Accepts the legacy names Tacker accepts and returns the SOL vimType. */
-export function normalizeVimType(t: string): string {
-  const l = t.toLowerCase();
-  if (l === 'kubernetes' || l === 'etsinfv.kubernetes.v_1') return VIM_TYPES.kubernetes;
-  if (l === 'openstack' || l === 'etsinfv.openstack_keystone.v_3' || l === 'etsinfv.openstack_keystone.v_2') return VIM_TYPES.openstack;
-  return t;
-}
-
-/** The `/v1.0/vims` representation: credentials masked. */
-export function vimToApi(v: VimRecord): Record<string, unknown> {
-  const authCred: Record<string, unknown> =
-    v.type === 'openstack'
-      ? { username: v.config.username, user_domain_name: v.config.userDomainName, password: '***', cert_verify: v.config.certVerify ?? true, ...(v.config.sslCaCert ? { ssl_ca_cert: '***' } : {}) }
-      : { bearer_token: '***', ...(v.config.sslCaCert ? { ssl_ca_cert: '***' } : {}) };
-  return {
-    id: v.id,
-    name: v.name,
-    type: v.type,
-    description: v.description,
-    tenant_id: v.config.projectName ?? '',
-    auth_url: v.config.authUrl,
-    auth_cred: authCred,
-    vim_project: { name: v.config.projectName, ...(v.type === 'openstack' ? { project_domain_name: v.config.projectDomainName } : {}) },
-    placement_attr: { regions: v.config.region ? [v.config.region] : [] },
-    is_default: v.isDefault,
-    status: v.status,
-    extra: v.config.extra ?? {},
-    created_at: v.createdAt.toISOString(),
-    updated_at: v.updatedAt.toISOString(),
-  };
 }

@@ -4,7 +4,7 @@
  * - on PGlite and PostgreSQL, SOL013 `filter` terms (plain attributes, `tenant_id` / `auth_url`
  *   from the config, `extra/...` nested), the legacy equality parameters (case-insensitive,
  *   repeatable = any of, non-ASCII values) and their combinations give the in-memory oracle's
- *   result (every row as `vimToApi` shows it, `matchesFilter`, the legacy rule), in order, with
+ *   result (every row as `VimRegistry.toApi` shows it, `matchesFilter`, the legacy rule), in order, with
  *   several page sizes (keyset paging);
  * - over HTTP: without `limit` every VIM (what the Tacker clients expect); with `limit` one page and
  *   a `Link` to the next carrying the other parameters; a tampered marker is 400; `fields` still
@@ -17,8 +17,13 @@ import { parseSelectorQuery } from '../../src/api/sol/attribute-selector.ts';
 import { matchesFilter, parseFilter } from '../../src/api/sol/filter.ts';
 import { decodeCursor, readPage } from '../../src/api/sol/sql-list.ts';
 import { vimListSpec } from '../../src/api/vims/routes.ts';
+import { builtinVimPlugins } from '../../src/main/compose.ts';
+import { VimRegistry } from '../../src/vims/vim-registry.ts';
 import { type TestStore, describeStores } from '../helpers/db.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
+
+/** The list's representation of a row (it reads no secret and no database). */
+const VIMS = new VimRegistry(undefined as never, undefined as never, 'project', undefined, builtinVimPlugins());
 
 const T0 = Date.parse('2024-05-01T00:00:00Z');
 const NAMES = ['os-1', 'OS-2', 'k8s-a', 'K8S-B', 'édge', 'Édge-2', 'lab', 'Lab', 'x,y', 'zeta', 'ｋ-wide', 'kelvin-\u212a'];
@@ -55,7 +60,7 @@ type Query = Record<string, string | string[]>;
 /** The oracle: every row as shown, then the SOL filter and the legacy parameters in memory. */
 async function oracle(store: TestStore, query: Query): Promise<string[]> {
   const rows = await sql<Record<string, unknown>>`select id, name, type, description, is_default, config, status, created_at, updated_at from vim order by created_at, id`.execute(store.db);
-  const spec = vimListSpec({});
+  const spec = vimListSpec(VIMS, {});
   const f = typeof query.filter === 'string' ? parseFilter(query.filter) : undefined;
   const legacy = ['id', 'name', 'type', 'status', 'tenant_id', 'is_default', 'description', 'auth_url'];
   return rows.rows
@@ -71,7 +76,7 @@ async function oracle(store: TestStore, query: Query): Promise<string[]> {
 }
 
 async function walk(store: TestStore, query: Query, pageSize: number): Promise<string[]> {
-  const spec = vimListSpec(query);
+  const spec = vimListSpec(VIMS, query);
   const filter = typeof query.filter === 'string' ? parseFilter(query.filter) : undefined;
   const out: string[] = [];
   let marker: string | undefined;

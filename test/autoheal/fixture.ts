@@ -7,7 +7,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, createServer } from 'node:http';
 import { join } from 'node:path';
-import { type AutohealContext, type AutohealPluginOptions, createAutohealPlugin } from '../../src/autoheal/autoheal-plugin.ts';
+import type { AutohealPluginOptions } from '../../src/autoheal/autoheal-plugin.ts';
+import type { Services as AutohealContext } from '../../src/core/services.ts';
 import type { ConfigInput } from '../../src/config.ts';
 import type { InfraContext, ObservedResources } from '../../src/infra/infra-driver.ts';
 import type { Store } from '../../src/store/db.ts';
@@ -148,18 +149,11 @@ export interface StartOptions {
 export async function startAutohealVnfm(o: StartOptions = {}): Promise<AutohealVnfm> {
   const fake = o.fake ?? new AlarmFakeDriver();
   const { autoheal, ...rest } = o.config ?? {};
-  const plugin = createAutohealPlugin({ noMgmtDriver: true, ...(o.plugin ?? {}) });
   const vnfm = await testVnfm({
     ...(o.store ? { store: o.store } : {}),
     ...(o.listen ? { listen: true } : {}),
-    without: ['autoheal'],
-    plugins: [
-      (ctx) => {
-        ctx.engine?.drivers.register(fake);
-        if (autoheal) (ctx.config as unknown as Record<string, unknown>).autoheal = autoheal;
-      },
-      plugin as never,
-    ],
+    modules: { autoheal: { noMgmtDriver: true, ...(autoheal ? { settings: autoheal } : {}), ...(o.plugin ?? {}) } },
+    plugins: [(ctx) => ctx.engine.drivers.register(fake)],
     config: {
       logLevel: 'warn',
       // one key for every process of a test, so that they can all open the sealed VIM secrets

@@ -5,7 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
-import type { AutohealContext } from '../../src/autoheal/autoheal-plugin.ts';
+import type { Services as AutohealContext } from '../../src/core/services.ts';
 import { type AutohealVnfm, type TestVnfc, V2, faultBody, instantiateVnf, notify, onboardSample, startAutohealVnfm } from './fixture.ts';
 
 let h: AutohealVnfm;

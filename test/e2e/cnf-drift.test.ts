@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { after, before, it } from 'node:test';
 import type { KubeObject } from '../../src/infra/kubernetes/index.ts';
 import { VDU_LABEL } from '../../src/infra/kubernetes/index.ts';
-import { DriftSync, resolveSyncOptions, type SyncContext } from '../../src/lcm/sync.ts';
+import { DriftSync, resolveSyncOptions } from '../../src/lcm/sync.ts';
 import { describeStores } from '../helpers/db.ts';
 import { expectEtsiValid } from '../helpers/etsi.ts';
 import { type CnfEnv, createInstance, getInstance, instantiate, isReady, type Json, notificationsOf, opIdOf, podsOf, startCnfEnv, until, vnfcsOf, waitOp } from './cnf-fixture.ts';
@@ -219,12 +219,12 @@ await describeStores('CNF drift and faults through the VNFM API (simulated Kuber
   });
 
   it('the periodic sync finds and records drift by itself', async () => {
-    const ctx = env.vnfm.ctx as SyncContext;
+    const ctx = env.vnfm.ctx;
     assert.ok(ctx.engine);
     const before = await getInstance(env, inst);
     const target = vnfcsOf(before, 'VDU2')[0] as { info: Json; res: Json };
     const replacement = await failAndWaitReplacement('VDU2', target.res.computeResource.resourceId as string);
-    const periodic = new DriftSync({ ctx, engine: ctx.engine, options: resolveSyncOptions({ intervalMs: 100, initialDelayMs: 0, settleDelayMs: 100 }) });
+    const periodic = new DriftSync({ ctx, engine: ctx.engine, options: resolveSyncOptions({ intervalMs: 100, initialDelayMs: 0, settleDelayMs: 100 }, ctx.vimPlugins.syncVimTypes()) });
     periodic.start();
     try {
       const occ = await until('a sync op occ', async () => {

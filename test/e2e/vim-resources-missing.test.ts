@@ -16,7 +16,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { vnfmError } from '../../src/errors.ts';
-import { DriftSync, resolveSyncOptions, type SyncContext } from '../../src/lcm/sync.ts';
+import { DriftSync, resolveSyncOptions } from '../../src/lcm/sync.ts';
 import type { MgmtDriver } from '../../src/mgmt/mgmt-driver.ts';
 import { call, login, waitStack } from '../sim/openstack/helpers.ts';
 import * as cnf from './cnf-fixture.ts';
@@ -146,7 +146,7 @@ describe('CNF: the namespace or the workloads vanished (simulated Kubernetes)', 
     assert.equal(sync.status, 409, sync.text);
     assert.equal(sync.body.type, MISSING);
     // The background pass: counted and logged at error level, nothing stored.
-    const ctx = env.vnfm.ctx as SyncContext;
+    const ctx = env.vnfm.ctx;
     assert.ok(ctx.engine);
     const pass = await new DriftSync({ ctx, engine: ctx.engine, options: resolveSyncOptions({ intervalMs: 0, vimTypes: ['ETSINFV.KUBERNETES.V_1'] }) }).syncAll();
     assert.ok(pass.missing >= 1, JSON.stringify(pass));

@@ -5,7 +5,8 @@
 import { Writable } from 'node:stream';
 import { resolveConfig, type ConfigInput } from '../../src/config.ts';
 import { createLogger } from '../../src/logger.ts';
-import { type BuiltinName, type Vnfm, type VnfmPlugin, startVnfm } from '../../src/main/server.ts';
+import type { VimPlugin } from '../../src/infra/vim-plugin.ts';
+import { type BuiltinName, type ModuleOptions, type Vnfm, type VnfmPlugin, startVnfm } from '../../src/main/server.ts';
 import type { Store } from '../../src/store/db.ts';
 import { testStore } from './db.ts';
 
@@ -19,7 +20,7 @@ export interface TestVnfm extends Vnfm {
 }
 
 /** Starts a VNFM for tests. `listen` true binds 127.0.0.1 on a free port. */
-export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; store?: Store; plugins?: VnfmPlugin[]; without?: BuiltinName[] } = {}): Promise<TestVnfm> {
+export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; store?: Store; plugins?: VnfmPlugin[]; without?: BuiltinName[]; modules?: ModuleOptions; vimPlugins?: VimPlugin[] } = {}): Promise<TestVnfm> {
   const logs: string[] = [];
   const sink = new Writable({
     write(chunk, _enc, cb) {
@@ -35,7 +36,7 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
   // A test's own outbound rules replace these key by key (its VIMs stay allowed on loopback unless it says otherwise).
   const outbound = { ...TEST_OUTBOUND, ...((opts.config as { outbound?: object } | undefined)?.outbound ?? {}) };
   const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, ...(opts.config ?? {}), outbound } as ConfigInput });
-  const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}), ...(opts.without ? { without: opts.without } : {}) });
+  const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}), ...(opts.without ? { without: opts.without } : {}), ...(opts.modules ? { modules: opts.modules } : {}), ...(opts.vimPlugins ? { vimPlugins: opts.vimPlugins } : {}) });
   return {
     ...vnfm,
     logs,

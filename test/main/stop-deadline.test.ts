@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { it } from 'node:test';
-import type { VnfmPlugin } from '../../src/core/plugin.ts';
+import type { VnfmPlugin } from '../../src/core/services.ts';
 import { stopWithDeadline } from '../../src/main/shutdown.ts';
 import { testVnfm } from '../helpers/app.ts';
 import { guard } from '../helpers/wait.ts';

@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { ConfigInput } from '../../src/config.ts';
-import { type NotificationServices, setupNotifications } from '../../src/notify/setup.ts';
+import type { NotificationServices } from '../../src/notify/setup.ts';
 import type { InstanceFacts, LcmEvent } from '../../src/notify/notifier.ts';
 import type { Store } from '../../src/store/db.ts';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
@@ -116,19 +116,13 @@ export interface NotifyVnfm extends TestVnfm {
 
 /** Starts a test VNFM with the notification module; the delivery worker is left stopped. */
 export async function notifyVnfm(opts: { config?: ConfigInput; listen?: boolean; store?: Store; concurrency?: number; pollMs?: number } = {}): Promise<NotifyVnfm> {
-  let notify: NotificationServices | undefined;
   const vnfm = await testVnfm({
     ...(opts.config ? { config: opts.config } : {}),
     ...(opts.listen ? { listen: true } : {}),
     ...(opts.store ? { store: opts.store } : {}),
-    without: ['notifications'],
-    plugins: [
-      (ctx) => {
-        notify = setupNotifications(ctx, { ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.pollMs ? { pollMs: opts.pollMs } : {}) });
-        return { stop: () => notify?.worker.stop() };
-      },
-    ],
+    modules: { notifications: { manual: true, ...(opts.concurrency ? { concurrency: opts.concurrency } : {}), ...(opts.pollMs ? { pollMs: opts.pollMs } : {}) } },
   });
+  const notify = vnfm.ctx.notifications;
   if (!notify) throw new Error('notification module was not set up');
   return Object.assign(vnfm, { notify });
 }

@@ -5,10 +5,9 @@
 import type { FastifyInstance } from 'fastify';
 import { Type } from 'typebox';
 import type { VimInput } from '../../vims/vim-registry.ts';
-import { vimToApi } from '../../vims/vim-registry.ts';
 import type { AppContext } from '../../core/services.ts';
 import { sql, type RawBuilder } from 'kysely';
-import type { VimRecord } from '../../vims/vim-registry.ts';
+import type { VimRecord, VimRegistry } from '../../vims/vim-registry.ts';
 import { ALL_PROJECTS, type ProjectScope, scopeWhere } from '../../model/project-scope.ts';
 import { ownerProject, requestScope } from '../auth/index.ts';
 import { parseSelectorQuery } from '../sol/attribute-selector.ts';
@@ -98,7 +97,7 @@ const VIM_COLUMNS = ['id', 'name', 'type', 'description', 'is_default', 'config'
  * attributes and `extra/...` in SQL), the legacy equality parameters, keyset paging when `limit`
  * is given. Secrets are never read for a list.
  */
-export function vimListSpec(query: LegacyQuery = {}, scope: ProjectScope = ALL_PROJECTS): SqlListSpec {
+export function vimListSpec(vims: Pick<VimRegistry, 'toApi'>, query: LegacyQuery = {}, scope: ProjectScope = ALL_PROJECTS): SqlListSpec {
   const attrs: SqlListSpec['attrs'] = {
     id: { column: 'id', type: 'text' },
     name: { column: 'name', type: 'text' },
@@ -124,7 +123,7 @@ export function vimListSpec(query: LegacyQuery = {}, scope: ProjectScope = ALL_P
     where: [...legacyWhere(query, attrs), ...scopeWhere(scope)],
     ...(accept ? { accept } : {}),
     toApi: (r) =>
-      vimToApi({
+      vims.toApi({
         id: r.id as string,
         name: r.name as string,
         type: r.type as VimRecord['type'],
@@ -156,13 +155,13 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
           // the caller's project owns it (auth.tenancy.vims; shared: no project)
           const v = await ctx.vims.register((req.body as { vim: VimInput }).vim, ownerProject(req.principal, ctx.config.auth.tenancy.vims));
           reply.code(201);
-          return { vim: vimToApi(v) };
+          return { vim: ctx.vims.toApi(v) };
         });
         r.get(collection, { schema: { tags: ['vims'] } }, async (req, reply) => {
           const query = (req.query ?? {}) as LegacyQuery;
           // `filter` (SOL013), the uniform `limit` rule (docs/api.md): without `limit` every VIM
           // (the Tacker clients do not follow Link headers); with it, one page and a Link to the next
-          const spec = vimListSpec(query, requestScope(req, ctx.config.auth.tenancy.vims));
+          const spec = vimListSpec(ctx.vims, query, requestScope(req, ctx.config.auth.tenancy.vims));
           const filter = parseFilterQuery(query);
           const pageSize = parseLimit(query, 0);
           const marker = query[NEXTPAGE_MARKER_PARAMETER];
@@ -172,9 +171,9 @@ export async function registerVimRoutes(app: FastifyInstance, ctx: AppContext): 
           return { vims: project(page.items, query) };
         });
       }
-      r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: vimToApi(await ctx.vims.get(idOf(req), requestScope(req, ctx.config.auth.tenancy.vims))) }));
+      r.get('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req) => ({ vim: ctx.vims.toApi(await ctx.vims.get(idOf(req), requestScope(req, ctx.config.auth.tenancy.vims))) }));
       r.put('/vims/:id', { schema: { params: IdParams, body: VimBody(false), tags: ['vims'] } }, async (req) => ({
-        vim: vimToApi(await ctx.vims.update(idOf(req), (req.body as { vim: VimInput }).vim)),
+        vim: ctx.vims.toApi(await ctx.vims.update(idOf(req), (req.body as { vim: VimInput }).vim)),
       }));
       r.delete('/vims/:id', { schema: { params: IdParams, tags: ['vims'] } }, async (req, reply) => {
         await ctx.vims.delete(idOf(req));

@@ -1,7 +1,7 @@
 /**
  * HTTP side of notifications: the SOL `/subscriptions` resources inside each VNF LCM facade, the
  * operator's view of the outbox (`/vnfm/v1/notifications`: list, one row, redelivery of DEAD rows
- * one by one or per subscription). The services come from `ctx.notifications` (set up by
+ * one by one or per subscription). The services come from `ctx.notifications` (built by
  * src/notify/setup.ts). Subscription credentials never appear in these answers.
  */
 import type { FastifyInstance, FastifyRequest } from 'fastify';

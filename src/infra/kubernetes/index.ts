@@ -3,3 +3,5 @@ export { createKubernetesDriver, KubernetesDriver, type KubernetesDriverOptions 
 export { KubeClient, type KubeClientOptions, type KubeObject, type ObjectRef } from './kube-client.ts';
 export { KubeApiError } from './kube-error.ts';
 export { INSTANCE_LABEL, VDU_LABEL } from './manifests.ts';
+export { kubernetesVimPlugin } from './vim-plugin.ts';
+export { KUBERNETES_VIM_KIND, KUBERNETES_VIM_TYPE } from './vim-type.ts';

@@ -6,3 +6,5 @@ export { HeatClient, type HeatResource, type HeatStack, type HeatStackRef } from
 export { KeystoneAuth, type KeystoneAuthOptions } from './keystone-auth.ts';
 export { NovaClient, type NovaServer } from './nova-client.ts';
 export { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
+export { openstackVimPlugin } from './vim-plugin.ts';
+export { OPENSTACK_VIM_KIND, OPENSTACK_VIM_TYPE, OPENSTACK_VIM_TYPE_ALIASES } from './vim-type.ts';

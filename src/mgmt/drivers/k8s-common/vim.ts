@@ -8,6 +8,7 @@ import { createHash } from 'node:crypto';
 import { vnfmError } from '../../../errors.ts';
 import type { MgmtContext } from '../../mgmt-driver.ts';
 import type { ClusterInstanceState } from './run-context.ts';
+import { KUBERNETES_VIM_KIND } from '../../../infra/kubernetes/vim-type.ts';
 
 /** A stable UUID-shaped vimConnectionInfo id for (driver, instance, VIM): a replayed registration adds no second entry. */
 export function entryIdFor(driver: string, instanceId: string, vimId: string): string {
@@ -26,7 +27,7 @@ export async function registerClusterVim(ctx: MgmtContext, driver: string, st: C
   if (!st.adminToken || !st.apiUrl) throw vnfmError('VNFM_ERR_MGMT_FAILED', `${driver}: no admin credentials to register the VIM with`);
   const r = await ctx.vims.register({
     name: o.name,
-    type: 'kubernetes',
+    type: KUBERNETES_VIM_KIND,
     description: o.description,
     auth_url: st.apiUrl,
     auth_cred: { bearer_token: st.adminToken, ...(st.caCert ? { ssl_ca_cert: st.caCert } : {}), ...(st.insecure ? { cert_verify: false } : {}) },

@@ -52,6 +52,7 @@ import {
 } from './remote.ts';
 import { deleteClusterVims, previousClusterMeta, registerClusterVim } from '../k8s-common/vim.ts';
 import { ADMIN_CONF, RunContext } from './run-context.ts';
+import { KUBERNETES_VIM_TYPE } from '../../../infra/kubernetes/vim-type.ts';
 
 /** `instantiatedVnfInfo.metadata.k8sCluster`, per node. */
 export interface K8sNodeMeta {
@@ -341,7 +342,7 @@ async function instantiateEnd(rc: RunContext): Promise<MgmtResult> {
   await rc.prunePins(all.map((n) => n.resourceId));
   const st = await rc.instanceState();
   return {
-    vimConnectionInfo: { add: { [vim.entryId]: { vimId: vim.vimId, vimType: 'ETSINFV.KUBERNETES.V_1', interfaceInfo: { endpoint: st.apiUrl as string } } } },
+    vimConnectionInfo: { add: { [vim.entryId]: { vimId: vim.vimId, vimType: KUBERNETES_VIM_TYPE, interfaceInfo: { endpoint: st.apiUrl as string } } } },
     vnfInfoMetadata: { k8sCluster: { nodes: nodesMeta(inv, undefined, { members }), vimId: vim.vimId, vimName: p.vimName, apiUrl: st.apiUrl as string, clusterIp } satisfies K8sClusterMeta },
   };
 }

@@ -40,6 +40,7 @@ import { deleteClusterVims, previousClusterMeta, registerClusterVim } from '../k
 import { newRunId, type PlaySpec, startPlay, runState, waitPlay } from './ansible.ts';
 import type { KubesprayDriverConfig } from './config.ts';
 import { type KubesprayParams, type SprayEffective } from './params.ts';
+import { KUBERNETES_VIM_TYPE } from '../../../infra/kubernetes/vim-type.ts';
 
 export const DRIVER = 'k8s-kubespray';
 
@@ -505,7 +506,7 @@ async function instantiateEnd(rc: SprayRun): Promise<MgmtResult> {
   const vim = await rc.step('register-vim', undefined, () => registerVim(rc));
   await rc.prunePins([...allNodes(inv).map((n) => n.resourceId), rc.ansibleSpec().pinKey, `lb:${lbIp}`]);
   return {
-    vimConnectionInfo: { add: { [vim.entryId]: { vimId: vim.vimId, vimType: 'ETSINFV.KUBERNETES.V_1', interfaceInfo: { endpoint: apiUrl } } } },
+    vimConnectionInfo: { add: { [vim.entryId]: { vimId: vim.vimId, vimType: KUBERNETES_VIM_TYPE, interfaceInfo: { endpoint: apiUrl } } } },
     vnfInfoMetadata: { k8sCluster: { nodes: nodesMeta(inv), vimId: vim.vimId, vimName: p.vimName, apiUrl, lbIp, inventory: `${p.ansible.ipAddress}:${p.ansible.transferringInventoryPath}` } satisfies SprayClusterMeta },
   };
 }
