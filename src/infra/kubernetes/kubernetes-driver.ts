@@ -294,7 +294,7 @@ export class KubernetesDriver implements InfraDriver {
   }
 
   private waitMs(ctx: InfraContext): number {
-    return ctx.config.vim.kubernetesWaitMs;
+    return ctx.vimSettings.kubernetesWaitMs;
   }
 
   // ---------------------------------------------------------------------------------------------
@@ -388,7 +388,7 @@ export class KubernetesDriver implements InfraDriver {
       if (o.vduId !== undefined && typeof want === 'number' && live.spec?.replicas !== want) {
         await client.mergePatch(o.ref, { spec: { replicas: want } });
       }
-      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, object: describe(o.ref) }, 'kubernetes object already exists with our label; adopted');
+      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id, object: describe(o.ref) }, 'kubernetes object already exists with our label; adopted');
       return;
     }
   }
@@ -405,7 +405,7 @@ export class KubernetesDriver implements InfraDriver {
     if (s.namespaceReady) return;
     const ns = plan.record.namespace;
     const ref: ObjectRef = { apiVersion: 'v1', kind: 'Namespace', name: ns };
-    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, namespace: ns };
+    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id, namespace: ns };
     const inManifests = plan.objects.some((o) => o.ref.kind === 'Namespace' && o.ref.name === ns);
     for (let round = 0; !inManifests; round++) {
       let live: KubeObject | undefined;
@@ -430,7 +430,7 @@ export class KubernetesDriver implements InfraDriver {
         }
         break;
       }
-      if (!ctx.config.vim.kubernetesCreateNamespace) {
+      if (!ctx.vimSettings.kubernetesCreateNamespace) {
         throw vnfmError('VNFM_ERR_VIM_FAILED', `namespace ${ns} does not exist (and vim.kubernetesCreateNamespace is off, so the VNFM does not create it); create it or deploy into another namespace`);
       }
       if (round >= 3) throw vnfmError('VNFM_ERR_VIM_FAILED', `namespace ${ns} could not be created: it keeps appearing and disappearing`);
@@ -456,7 +456,7 @@ export class KubernetesDriver implements InfraDriver {
     const s = driverState(ctx);
     if (s.namespaceReleased) return;
     const ns = cnf.namespace;
-    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, namespace: ns };
+    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id, namespace: ns };
     let live: KubeObject | undefined;
     try {
       live = await client.get({ apiVersion: 'v1', kind: 'Namespace', name: ns });
@@ -635,7 +635,7 @@ export class KubernetesDriver implements InfraDriver {
     }
     if (s.cnf?.namespaceCreated) plan.record.namespaceCreated = true;
     await this.ensureNamespace(ctx, client, plan, s);
-    ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, namespace: plan.record.namespace, objects: plan.objects.length }, 'creating kubernetes objects');
+    ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id, namespace: plan.record.namespace, objects: plan.objects.length }, 'creating kubernetes objects');
     await this.createAll(ctx, client, plan, s);
     const workloads = vduWorkloads(plan.record);
     const byVdu = new Map(plan.objects.filter((o) => o.vduId !== undefined).map((o) => [o.vduId as string, o]));
@@ -654,7 +654,7 @@ export class KubernetesDriver implements InfraDriver {
   async terminate(ctx: InfraContext, req: Record<string, unknown>): Promise<void> {
     const cnf = await this.currentRecord(ctx);
     if (cnf === undefined) {
-      ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id }, 'no record of kubernetes resources; nothing to delete');
+      ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id }, 'no record of kubernetes resources; nothing to delete');
       return;
     }
     const graceful = req.terminationType === 'GRACEFUL';
@@ -693,7 +693,7 @@ export class KubernetesDriver implements InfraDriver {
       const w = workloads.find((x) => x.vduId === vduId);
       if (w === undefined) {
         // Subset instantiate: this VDU's workload was not deployed, so it has no pods to scale.
-        ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, vduId, aspectId }, `${what}: VDU is not deployed; skipped`);
+        ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id, vduId, aspectId }, `${what}: VDU is not deployed; skipped`);
         continue;
       }
       const n = counts[vduId];
@@ -729,7 +729,7 @@ export class KubernetesDriver implements InfraDriver {
     const workloads = vduWorkloads(cnf);
     const client = this.client(ctx);
     const grace = optGrace(plan.additionalParams.gracePeriodSeconds);
-    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id };
+    const log = { vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id };
 
     if (s.heal === undefined) {
       s.heal = await this.resolveHealTargets(ctx, client, cnf, workloads, plan.targets.map((t) => t.vnfcResourceInfo));
@@ -922,7 +922,7 @@ export class KubernetesDriver implements InfraDriver {
     const e = s.entire;
     const cnf = s.cnf as CnfRecord;
     if (e.phase === 'delete') {
-      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id }, 'heal: deleting the whole CNF (PersistentVolumeClaims kept)');
+      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id }, 'heal: deleting the whole CNF (PersistentVolumeClaims kept)');
       await this.deleteCnf(ctx, client, cnf, { gracePeriodSeconds: grace, keepStorage: true, what: 'heal' });
       e.phase = 'create';
       s.created = [];
@@ -930,7 +930,7 @@ export class KubernetesDriver implements InfraDriver {
     }
     const planned = await this.planFor(ctx, cnf.defFiles, cnf.namespace, e.counts);
     if (e.phase === 'create') {
-      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id }, 'heal: creating the whole CNF again');
+      ctx.log.info({ vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id }, 'heal: creating the whole CNF again');
       // Kept PVCs / Namespaces still exist with our label: createAll adopts them.
       await this.createAll(ctx, client, planned, s);
       s.cnf = withNamespaceOf(planned.record, cnf);
@@ -958,7 +958,7 @@ export class KubernetesDriver implements InfraDriver {
       try {
         cnf = (await this.planFromRequest(ctx, ctx.command as unknown as Record<string, unknown>)).record;
       } catch (e) {
-        ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.opOcc.id, err: (e as Error).message }, 'rollback: the instantiate request cannot be planned; nothing was created');
+        ctx.log.warn({ vnfInstanceId: ctx.instance.id, opOccId: ctx.op.id, err: (e as Error).message }, 'rollback: the instantiate request cannot be planned; nothing was created');
         return;
       }
     }
