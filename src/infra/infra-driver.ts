@@ -13,27 +13,58 @@
 import type { Logger } from 'pino';
 import type { VnfmConfig } from '../config.ts';
 import type { LcmCommand } from '../model/lcm-command.ts';
-import type { OpOccRecord } from '../model/op-occ.ts';
+import type { Operation } from '../model/op-occ.ts';
 import type { VnfcInfo, VnfcResourceInfo, VirtualStorageResourceInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import type { FlavourModel, VnfPackageModel } from '../packages/vnfd-model.ts';
 import type { VimConnection } from '../vims/vim-registry.ts';
 
-/** Everything a driver call may need. */
-export interface InfraContext {
-  /** The instance as stored before this operation (instantiatedVnfInfo is the last observed). */
+/** The VIM settings of the VNFM configuration (`config.vim`): stack and readiness timeouts, polls. */
+export type VimSettings = VnfmConfig['vim'];
+
+/** The operation a driver call belongs to: its op occ id and type (not the op occ itself). */
+export interface OpRef {
+  id: string;
+  operation: Operation;
+}
+
+/**
+ * What observing a VNF's resources needs ({@link InfraDriver.observe}): the VIM connection, the
+ * instance information, the package, a logger and a signal. Outside an operation (drift sync) it
+ * has no `op` and no `state`; the observation that ends an operation's step gets that operation's
+ * reference and the driver's state of it, to read only.
+ */
+export interface ObserveContext {
+  /** The instance as stored (instantiatedVnfInfo is the last observed). */
   instance: VnfInstanceRecord;
-  /** The op occ being executed. */
-  opOcc: OpOccRecord;
-  /** What the operation does, version-neutral. */
-  command: LcmCommand;
   vnfd: VnfPackageModel;
   flavour: FlavourModel;
   /** The VIM connection (with credentials) the VNF runs on. */
   vim: VimConnection;
-  /** Package files (lazy: read on first call, cached for the op). */
+  /** Package files (lazy: read on first call, cached). */
   files(): Promise<Map<string, Buffer>>;
+  /** Number of instances per VDU the VNF should have (after the operation, or now). */
+  targetVduCounts: Record<string, number>;
+  /** Aborted when the observation must stop now (lease lost, VNFM shutting down). */
+  signal: AbortSignal;
+  log: Logger;
+  /** The operation the observation follows; absent outside operations. */
+  op?: OpRef;
+  /** The driver's persisted state of that operation (read only); absent outside operations. */
+  state?: Readonly<Record<string, unknown>>;
+}
+
+/** What an operation step (instantiate, terminate, scale, heal, their rollbacks) needs. */
+export interface InfraContext extends ObserveContext {
+  /** The instance as stored before this operation (instantiatedVnfInfo is the last observed). */
+  instance: VnfInstanceRecord;
+  /** The op occ being executed (id and operation). */
+  op: OpRef;
+  /** What the operation does, version-neutral (the request). */
+  command: LcmCommand;
   /** The grant of this operation (local NFVO: everything granted), or null. */
   grant: Record<string, unknown> | null;
+  /** The grant request the VNFM sent for this operation, or null. */
+  grantRequest: Record<string, unknown> | null;
   /** Driver-private, persisted state of this op (survives crash / retry). */
   state: Record<string, unknown>;
   /**
@@ -52,10 +83,8 @@ export interface InfraContext {
   targetScaleLevels: Record<string, number>;
   /** Number of instances per VDU the VNF should have after this operation. */
   targetVduCounts: Record<string, number>;
-  log: Logger;
-  config: VnfmConfig;
-  /** The VNFM's public URL (for callbacks). */
-  publicUrl: string;
+  /** Timeouts and poll intervals of VIM waits (`config.vim`). */
+  vimSettings: VimSettings;
 }
 
 /** A heal target, resolved by the engine from the request. */
@@ -188,7 +217,7 @@ export interface InfraDriver {
    * that should exist (see {@link expectsNothing}) it throws `VNFM_ERR_INFRA_STACK_MISSING`;
    * it never answers "no resources" for a VNF it cannot see.
    */
-  observe(ctx: InfraContext): Promise<ObservedResources>;
+  observe(ctx: ObserveContext): Promise<ObservedResources>;
   /** Undo a failed instantiate (delete whatever was created). */
   rollbackInstantiate(ctx: InfraContext): Promise<void>;
   /** Undo a failed scale-out (back to `plan.fromLevel`). */
@@ -220,8 +249,9 @@ export interface DeploymentArgs {
  * `VNFM_ERR_INFRA_STACK_MISSING` instead of reporting "no resources", which the engine would
  * store as a VNF without VNFCs.
  */
-export function expectsNothing(ctx: Pick<InfraContext, 'opOcc'>, created: boolean): boolean {
-  return ctx.opOcc.operation === 'TERMINATE' || (ctx.opOcc.operation === 'INSTANTIATE' && !created);
+export function expectsNothing(ctx: Pick<ObserveContext, 'op'>, created: boolean): boolean {
+  const operation = ctx.op?.operation;
+  return operation === 'TERMINATE' || (operation === 'INSTANTIATE' && !created);
 }
 
 /** Picks the driver for a VIM type. */

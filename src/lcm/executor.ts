@@ -207,21 +207,21 @@ export class Executor {
     if (!all.vim) throw vnfmError('VNFM_ERR_INST_INVALID', `VnfInstance ${op.vnfInstanceId} has no vimConnectionInfo`);
     return {
       instance: all.instance,
-      opOcc: op,
+      op: { id: op.id, operation: op.operation },
       command: all.command,
       vnfd: all.vnfd,
       flavour: all.flavour,
       vim: all.vim,
       files: all.files,
       grant,
+      grantRequest: op.grantRequest,
       state: ctx.driver,
       checkpoint: () => this.save(op.id, ctx),
       signal: this.lease(ctx).signal,
       targetScaleLevels: ctx.targetScaleLevels ?? {},
       targetVduCounts: ctx.targetVduCounts ?? {},
       log,
-      config: this.d.config,
-      publicUrl: this.d.config.publicUrl,
+      vimSettings: this.d.config.vim,
     };
   }
 

@@ -35,9 +35,8 @@ import { Counter } from 'prom-client';
 import type { PluginHooks } from '../core/plugin.ts';
 import type { BaseServices } from '../core/base-services.ts';
 import { isVnfmError, vnfmError } from '../errors.ts';
-import type { InfraContext, ObservedResources } from '../infra/infra-driver.ts';
+import type { ObserveContext, ObservedResources } from '../infra/infra-driver.ts';
 import type { ModifyInfoCommand } from '../model/lcm-command.ts';
-import type { OpOccRecord } from '../model/op-occ.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import { json } from '../store/db.ts';
 import type { Engine } from './engine.ts';
@@ -169,7 +168,7 @@ export class DriftSync {
   }
 
   /** The observation context of a driver call outside any operation. */
-  private async infraContext(inst: VnfInstanceRecord, opId: string): Promise<{ ictx: InfraContext; vimKey: string }> {
+  private async infraContext(inst: VnfInstanceRecord): Promise<{ ictx: ObserveContext; vimKey: string }> {
     const { ctx, engine } = this.d;
     const info = inst.instantiatedVnfInfo as InstantiatedVnfInfo;
     const vnfd = await engine.lcm.vnfdOf(inst);
@@ -180,55 +179,16 @@ export class DriftSync {
     const vim = vimKey === undefined ? undefined : conns[vimKey];
     if (!vim || vimKey === undefined) throw vnfmError('VNFM_ERR_INST_INVALID', `VnfInstance ${inst.id} has no vimConnectionInfo`);
     const plan = steadyPlan(inst, flavour);
-    const now = new Date();
-    const opOcc: OpOccRecord = {
-      id: opId,
-      vnfInstanceId: inst.id,
-      operation: 'MODIFY_INFO',
-      operationState: 'PROCESSING',
-      stateEnteredTime: now,
-      startTime: now,
-      isAutomaticInvocation: true,
-      isCancelPending: false,
-      cancelMode: null,
-      operationParams: { sync: true },
-      error: null,
-      resourceChanges: null,
-      changedInfo: null,
-      grantId: null,
-      grantRequest: null,
-      grant: null,
-      ctx: {},
-      pending: null,
-      leaseOwner: null,
-      leaseUntil: null,
-      attempts: 0,
-      stepAttempts: 0,
-      nextAttemptAt: null,
-      leaseEpoch: 0,
-      apiVersion: 'v2',
-      command: SYNC_COMMAND,
-      origin: null,
-      createdAt: now,
-    };
     let files: Promise<Map<string, Buffer>> | undefined;
-    const ictx: InfraContext = {
+    const ictx: ObserveContext = {
       instance: inst,
-      opOcc,
-      command: SYNC_COMMAND,
       vnfd,
       flavour,
       vim,
       files: () => (files ??= ctx.packages.files(inst.vnfPkgId)),
-      grant: null,
-      state: {},
-      checkpoint: async () => undefined,
       signal: new AbortController().signal,
-      targetScaleLevels: plan.targetScaleLevels,
       targetVduCounts: plan.targetVduCounts,
       log: this.log.child({ vnfInstanceId: inst.id }),
-      config: ctx.config,
-      publicUrl: ctx.config.publicUrl,
     };
     return { ictx, vimKey };
   }
@@ -250,7 +210,7 @@ export class DriftSync {
     }
     const prev = inst.instantiatedVnfInfo;
     const opId = randomUUID();
-    const { ictx, vimKey } = await this.infraContext(inst, opId);
+    const { ictx, vimKey } = await this.infraContext(inst);
     const vim = ictx.vim;
     const driver = engine.drivers.find(vim.vimType);
     if (!driver) throw vnfmError('VNFM_ERR_VIM_INVALID', `no infra driver for VIM type ${vim.vimType}`);

@@ -4,7 +4,7 @@
  * fail or to hang at a given operation.
  */
 import { randomUUID } from 'node:crypto';
-import type { HealPlan, InfraContext, InfraDriver, ObservedResources, ScalePlan } from '../../src/infra/infra-driver.ts';
+import type { HealPlan, InfraContext, InfraDriver, ObserveContext, ObservedResources, ScalePlan } from '../../src/infra/infra-driver.ts';
 
 /** vimType the fake driver serves. */
 export const FAKE_VIM_TYPE = 'TEST.FAKE.V_1';
@@ -71,7 +71,7 @@ export class FakeDriver implements InfraDriver {
     const targets = plan.entire ? list : list.filter((v) => plan.targets.some((t) => t.vnfcResourceInfo.computeResource.resourceId === v.resourceId));
     for (const t of targets) t.resourceId = randomUUID();
   }
-  async observe(ctx: InfraContext): Promise<ObservedResources> {
+  async observe(ctx: ObserveContext): Promise<ObservedResources> {
     this.calls.push('observe');
     const list = this.vims.get(ctx.instance.id) ?? [];
     return {

@@ -36,7 +36,7 @@ await describeStores('two runners on one database', (env) => {
     b = await testVnfm({ store: second, config: runner('node-b'), plugins: [(ctx) => ctx.engine?.drivers.register(fake)] });
     const heal = fake.heal.bind(fake);
     fake.heal = async (ctx, plan) => {
-      executed.set(ctx.opOcc.id, (executed.get(ctx.opOcc.id) ?? 0) + 1);
+      executed.set(ctx.op.id, (executed.get(ctx.op.id) ?? 0) + 1);
       await new Promise((r) => setTimeout(r, 5));
       return heal(ctx, plan);
     };

@@ -137,13 +137,14 @@ export function makeCtx(
   };
   return {
     instance,
-    opOcc,
+    op: { id: opOcc.id, operation: opOcc.operation },
     command: commandOf(opOcc),
     vnfd: fx.vnfd,
     flavour,
     vim: fx.vim,
     files: async () => fx.files,
     grant: null,
+    grantRequest: null,
     state,
     checkpoint: async () => {
       // What the engine persists must survive JSON.
@@ -154,8 +155,7 @@ export function makeCtx(
     targetScaleLevels: scaleLevels,
     targetVduCounts: vnfcCountAtLevel(flavour, undefined, scaleLevels),
     log: createLogger('debug', sink),
-    config,
-    publicUrl: 'http://127.0.0.1:9890',
+    vimSettings: config.vim,
   };
 }
 

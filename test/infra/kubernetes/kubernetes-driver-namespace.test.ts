@@ -11,7 +11,6 @@ import { isVnfmError } from '../../../src/errors.ts';
 import type { InfraDriver } from '../../../src/infra/infra-driver.ts';
 import { createKubernetesDriver, INSTANCE_LABEL } from '../../../src/infra/kubernetes/index.ts';
 import { CREATED_FOR_LABEL } from '../../../src/infra/kubernetes/manifests.ts';
-import { commandOf } from '../../../src/model/lcm-command.ts';
 import type { VnfInstanceRecord } from '../../../src/model/vnf-instance.ts';
 import { applyObserved, type CnfFixture, cnfFixture, makeCtx, newInstance } from './cnf-context.ts';
 
@@ -48,7 +47,7 @@ describe('kubernetes driver: namespaces', () => {
     const inst = newInstance(fx.vnfd);
     const req = { flavourId: 'simple', additionalParams: { namespace: 'ns-off', 'lcm-kubernetes-def-files': DEPLOY } };
     const ctx = makeCtx(fx, inst, { operationParams: req, scaleLevels: LEVELS });
-    ctx.config.vim.kubernetesCreateNamespace = false;
+    ctx.vimSettings.kubernetesCreateNamespace = false;
     await assert.rejects(driver.instantiate(ctx, req), (e: unknown) => isVnfmError(e, 'VNFM_ERR_VIM_FAILED') && /namespace ns-off does not exist.*kubernetesCreateNamespace is off/.test(e.message));
     assert.equal(await ns('ns-off'), undefined);
   });
@@ -111,7 +110,7 @@ describe('kubernetes driver: namespaces', () => {
     // Later operations read the instance's record.
     await instantiate(inst, 'ns-vdus', {}, ['Files/kubernetes/deployment.yaml', 'Files/kubernetes/statefulset.yaml']);
     const heal = makeCtx(fx, inst, { operation: 'HEAL', operationParams: {} });
-    assert.deepEqual(await driver.deployedVdus({ instance: inst, command: commandOf(heal.opOcc), vnfd: fx.vnfd, flavour, files: heal.files }), ['VDU3', 'VDU5']);
+    assert.deepEqual(await driver.deployedVdus({ instance: inst, command: heal.command, vnfd: fx.vnfd, flavour, files: heal.files }), ['VDU3', 'VDU5']);
     await terminate(inst);
   });
 });

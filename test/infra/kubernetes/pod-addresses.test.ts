@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { ObservedVnfc } from '../../../src/infra/infra-driver.ts';
 import type { KubeObject } from '../../../src/infra/kubernetes/kube-client.ts';
-import { podCps, serviceExtCps } from '../../../src/infra/kubernetes/kubernetes-driver.ts';
+import { podCps, serviceExtCps } from '../../../src/infra/kubernetes/observe.ts';
 import type { VduCpModel, VduModel } from '../../../src/packages/vnfd-model.ts';
 
 const vdu = (cpIds: string[]): VduModel => ({ vduId: 'VDU1', name: 'web', description: '', minInstances: 1, maxInstances: 1, initialDelta: 1, virtualStorageIds: [], cpIds, nodeType: 'tosca.nodes.nfv.Vdu.Compute' });

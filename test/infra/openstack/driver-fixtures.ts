@@ -119,13 +119,14 @@ export function makeContext(o: ContextOptions): TestContext {
   } satisfies OpOccRecord;
   const ctx: TestContext = {
     instance,
-    opOcc,
+    op: { id: opOcc.id, operation: opOcc.operation },
     command: commandOf(opOcc),
     vnfd: o.pkg.model,
     flavour,
     vim: o.vim,
     files: async () => o.pkg.files,
     grant: null,
+    grantRequest: null,
     state: {},
     checkpoints: 0,
     async checkpoint() {
@@ -135,8 +136,7 @@ export function makeContext(o: ContextOptions): TestContext {
     targetScaleLevels: o.scaleLevels ?? {},
     targetVduCounts: { ...o.vduCounts },
     log: pino({ level: process.env.VNFM_TEST_LOG ?? 'silent' }),
-    config,
-    publicUrl: 'http://127.0.0.1:9890',
+    vimSettings: config.vim,
   };
   return ctx;
 }
@@ -144,8 +144,8 @@ export function makeContext(o: ContextOptions): TestContext {
 /** Starts a new operation on the same instance: fresh driver state, as the engine does per op occ. */
 export function newOp(ctx: TestContext, operation: OpOccRecord['operation']): void {
   ctx.state = {};
-  ctx.opOcc = { ...ctx.opOcc, id: `${ctx.opOcc.id}-${operation}-${Date.now()}`, operation };
-  ctx.command = commandOf(ctx.opOcc);
+  ctx.op = { id: `${ctx.op.id}-${operation}-${Date.now()}`, operation };
+  ctx.command = commandOf({ operation, command: null, operationParams: {}, apiVersion: 'v2' });
 }
 
 /** What the engine does after an op: instantiatedVnfInfo rebuilt from observe (VNFC id kept by stableKey). */

@@ -372,7 +372,7 @@ describe('OpenStack driver on the simulated OpenStack (vm-basic)', { timeout: 60
     } finally {
       sim.setHeatDelayMs(0);
     }
-    slow.config.vim.stackTimeoutMs = 10_000;
+    slow.vimSettings.stackTimeoutMs = 10_000;
     await driver.terminate(slow, {});
   });
 });
