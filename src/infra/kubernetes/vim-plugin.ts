@@ -6,7 +6,7 @@
 import { vnfmError } from '../../errors.ts';
 import { str } from '../../vims/vim-registry.ts';
 import type { VimPlugin } from '../vim-plugin.ts';
-import { createKubernetesDriver } from './kubernetes-driver.ts';
+import { createKubernetesDriver } from './driver.ts';
 import { KUBERNETES_VIM_KIND, KUBERNETES_VIM_TYPE } from './vim-type.ts';
 
 export const kubernetesVimPlugin: VimPlugin = {

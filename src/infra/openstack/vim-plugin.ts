@@ -5,7 +5,7 @@
 import { vnfmError } from '../../errors.ts';
 import { str } from '../../vims/vim-registry.ts';
 import type { VimPlugin } from '../vim-plugin.ts';
-import { createOpenStackDriver } from './openstack-driver.ts';
+import { createOpenStackDriver } from './driver.ts';
 import { OPENSTACK_VIM_KIND, OPENSTACK_VIM_TYPE, OPENSTACK_VIM_TYPE_ALIASES } from './vim-type.ts';
 
 export const openstackVimPlugin: VimPlugin = {
