@@ -792,15 +792,47 @@ function virtualComputeOf(p: Parser, node: NodeT, scope: Scope): VirtualComputeM
   return out;
 }
 
-function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel {
-  const file = src.file;
-  const values: Record<string, Plain | undefined> = { ...top.values, flavour_id: src.flavourId };
-  const scope: Scope = { file, inputs: p.inputsOf(file), values };
-  const nodes = p.nodeTemplates(file);
-  const byName = new Map(nodes.map((n) => [n.name, n]));
-  const nts = own(p.topology(file), 'node_templates');
+/** The VDUs of a flavour as they are built: the model, mutable, plus the ids of their CPs. */
+type VduDraft = { -readonly [K in keyof VduModel]: VduModel[K] } & { cpIds: string[] };
+/** A scaling aspect as read, before its deltas are checked. */
+type AspectDraft = { -readonly [K in keyof ScalingAspectModel]: ScalingAspectModel[K] } & { vduDeltas: Record<string, Record<string, number>>; explicitSteps: boolean; slot: Slot };
+/** An instantiation level as read. */
+type LevelDraft = { -readonly [K in keyof InstantiationLevelModel]: InstantiationLevelModel[K] } & { scaleInfo: Record<string, number>; vduInstances: Record<string, number> };
+/** A VduScalingAspectDeltas policy as read. */
+interface AspectDeltasDraft {
+  name: string;
+  aspect: string;
+  aspectSlot: Slot;
+  deltas: Record<string, number>;
+  targets: string[];
+  def: Obj;
+}
+/** A VduInstantiationLevels policy as read. */
+interface VduLevelsDraft {
+  name: string;
+  levels: Record<string, number>;
+  targets: string[];
+  def: Obj;
+  levelsObj: Obj;
+}
 
-  // VNF node of the flavour: hooks and description
+/** What the policies of a flavour say, read but not yet cross-checked ({@link checkScaling}). */
+interface PolicyDrafts {
+  aspects: Record<string, AspectDraft>;
+  aspectDeltas: AspectDeltasDraft[];
+  levels: Record<string, LevelDraft>;
+  levelScaleInfo: Map<string, Obj | undefined>;
+  defaultLevel: { id: string; slot: Slot } | undefined;
+  vduLevels: VduLevelsDraft[];
+  placementRules: PlacementRuleModel[];
+}
+
+/**
+ * The VNF node of a flavour's own file (checked against the entry's VNF node and the flavour's
+ * substitution mapping), the node that describes the flavour, and the flavour's description.
+ */
+function flavourVnfNode(p: Parser, src: FlavourSource, top: TopInfo, scope: Scope): { dfVnf: NodeT | undefined; vnfForFlavour: NodeT | undefined; description: string } {
+  const file = src.file;
   const dfVnf = singleVnfNode(p, file);
   if (dfVnf && src.nodeType !== undefined && !p.types.isA('node', dfVnf.type, src.nodeType) && !p.types.isA('node', src.nodeType, dfVnf.type)) {
     p.fail(`VNF node '${dfVnf.name}' has type ${dfVnf.type}, but substitution_mappings.node_type is ${src.nodeType}`, dfVnf.def, 'type', file);
@@ -829,6 +861,15 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     if (typeof d === 'string') description = d;
   }
 
+  return { dfVnf, vnfForFlavour, description };
+}
+
+/**
+ * The LCM hooks of a flavour and their script artifacts; a script missing from the package is
+ * a warning (the hook fails when run).
+ */
+function lcmHooksOf(p: Parser, src: FlavourSource, top: TopInfo, vnf: { dfVnf: NodeT | undefined; vnfForFlavour: NodeT | undefined }): Record<string, LcmHookModel> {
+  const { dfVnf, vnfForFlavour } = vnf;
   // hooks: type chain < entry VNF node < flavour VNF node
   const hooks = new Map<string, HookDecl>();
   const arts = new Map<string, ArtifactDecl>();
@@ -887,7 +928,12 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     );
   }
 
-  // storages, virtual links
+  return lcmHooks;
+}
+
+/** The virtual storages and the internal virtual links of a flavour. */
+function storagesAndLinksOf(p: Parser, nodes: readonly NodeT[], scope: Scope): { virtualStorages: Record<string, VirtualStorageModel>; virtualLinks: Record<string, VirtualLinkModel> } {
+  const file = scope.file;
   const virtualStorages: Record<string, VirtualStorageModel> = {};
   const virtualLinks: Record<string, VirtualLinkModel> = {};
   for (const n of nodes) {
@@ -935,8 +981,13 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     }
   }
 
-  // VDUs
-  const vdus: Record<string, { -readonly [K in keyof VduModel]: VduModel[K] } & { cpIds: string[] }> = {};
+  return { virtualStorages, virtualLinks };
+}
+
+/** The VDUs of a flavour: profile, storages, software image and compute. */
+function vdusOf(p: Parser, nodes: readonly NodeT[], byName: ReadonlyMap<string, NodeT>, scope: Scope): Record<string, VduDraft> {
+  const file = scope.file;
+  const vdus: Record<string, VduDraft> = {};
   for (const n of nodes) {
     if (n.kind !== 'vdu') continue;
     const l = `${n.name}: properties`;
@@ -973,7 +1024,13 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     vdus[n.name] = vdu;
   }
 
-  // VDU CPs
+  return vdus;
+}
+
+/** The VDU CPs of a flavour, each bound to its VDU (whose `cpIds` it joins) and its virtual link. */
+function vduCpsOf(p: Parser, nodes: readonly NodeT[], byName: ReadonlyMap<string, NodeT>, vdus: Record<string, VduDraft>, scope: Scope): Record<string, VduCpModel> {
+  const file = scope.file;
+  const nts = own(p.topology(file), 'node_templates');
   const cps: Record<string, VduCpModel> = {};
   for (const n of nodes) {
     if (n.kind !== 'vduCp') continue;
@@ -1006,17 +1063,20 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     vdus[vduId]?.cpIds.push(n.name);
   }
 
-  const extCps = externalCpsOf(p, file, nodes, byName, cps);
+  return cps;
+}
 
-  // policies
+/** Reads the policies of a flavour (scaling, instantiation levels, placement); sets the VDUs' initial deltas. */
+function readPolicies(p: Parser, scope: Scope, vdus: Record<string, VduDraft>): PolicyDrafts {
+  const file = scope.file;
   const groups = groupsOf(p, file, scope);
-  const aspects: Record<string, { -readonly [K in keyof ScalingAspectModel]: ScalingAspectModel[K] } & { vduDeltas: Record<string, Record<string, number>>; explicitSteps: boolean; slot: Slot }> = {};
-  const aspectDeltas: { name: string; aspect: string; aspectSlot: Slot; deltas: Record<string, number>; targets: string[]; def: Obj }[] = [];
+  const aspects: Record<string, AspectDraft> = {};
+  const aspectDeltas: AspectDeltasDraft[] = [];
   const initialDeltaSet = new Map<string, string>();
-  const levels: Record<string, { -readonly [K in keyof InstantiationLevelModel]: InstantiationLevelModel[K] } & { scaleInfo: Record<string, number>; vduInstances: Record<string, number> }> = {};
+  const levels: Record<string, LevelDraft> = {};
   const levelScaleInfo = new Map<string, Obj | undefined>();
   let defaultLevel: { id: string; slot: Slot } | undefined;
-  const vduLevels: { name: string; levels: Record<string, number>; targets: string[]; def: Obj; levelsObj: Obj }[] = [];
+  const vduLevels: VduLevelsDraft[] = [];
   const placementRules: PlacementRuleModel[] = [];
 
   const targetsOf = (name: string, def: Obj, kind: 'vdu' | 'any'): string[] => {
@@ -1132,7 +1192,16 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
     }
   }
 
-  // cross-checks of the scaling model
+  return { aspects, aspectDeltas, levels, levelScaleInfo, defaultLevel, vduLevels, placementRules };
+}
+
+/**
+ * Cross-checks the scaling model of a flavour: deltas against aspects, step deltas, levels
+ * against aspects and the default level; VDU levels join their instantiation levels (warnings
+ * for levels no policy defines and counts outside the VDU profile).
+ */
+function checkScaling(p: Parser, file: string, d: PolicyDrafts, vdus: Record<string, VduDraft>): void {
+  const { aspects, aspectDeltas, levels, levelScaleInfo, defaultLevel, vduLevels } = d;
   for (const ad of aspectDeltas) {
     const a = Object.hasOwn(aspects, ad.aspect) ? aspects[ad.aspect] : undefined;
     if (!a) p.fail(`policy ${ad.name}: aspect '${ad.aspect}' is not defined by a ScalingAspects policy`, ad.aspectSlot.holder, ad.aspectSlot.key, file);
@@ -1192,6 +1261,24 @@ function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel
       p.warnings.push(`${file}: initial delta ${v.initialDelta} of ${v.vduId} is outside its vdu_profile range ${v.minInstances}..${v.maxInstances}`);
     }
   }
+}
+
+function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel {
+  const file = src.file;
+  const values: Record<string, Plain | undefined> = { ...top.values, flavour_id: src.flavourId };
+  const scope: Scope = { file, inputs: p.inputsOf(file), values };
+  const nodes = p.nodeTemplates(file);
+  const byName = new Map(nodes.map((n) => [n.name, n]));
+  const vnf = flavourVnfNode(p, src, top, scope);
+  const description = vnf.description;
+  const lcmHooks = lcmHooksOf(p, src, top, vnf);
+  const { virtualStorages, virtualLinks } = storagesAndLinksOf(p, nodes, scope);
+  const vdus = vdusOf(p, nodes, byName, scope);
+  const cps = vduCpsOf(p, nodes, byName, vdus, scope);
+  const extCps = externalCpsOf(p, file, nodes, byName, cps);
+  const policies = readPolicies(p, scope, vdus);
+  checkScaling(p, file, policies, vdus);
+  const { aspects, levels, defaultLevel, placementRules } = policies;
 
   const scalingAspects: Record<string, ScalingAspectModel> = {};
   for (const a of Object.values(aspects)) {
