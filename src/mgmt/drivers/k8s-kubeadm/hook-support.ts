@@ -3,6 +3,7 @@
  * metadata recorded on the instance, install environment and API address, node removal (drain,
  * delete, wait for the owners) and the targets of an operation.
  */
+import { isIP } from 'node:net';
 import { terminalError, vnfmError } from '../../../errors.ts';
 import type { MgmtContext, MgmtResult, MgmtTarget } from '../../mgmt-driver.ts';
 import { deleteNode, drainNode, isDeadNode, type OwnerKey, waitOwnersReady } from '../k8s-common/drain.ts';
@@ -13,7 +14,6 @@ import type { KubeadmDriverConfig } from './config.ts';
 import type { DrainParams, KubeadmParams } from './params.ts';
 import { clusterCa, type HaproxySettings, type Host } from './remote.ts';
 import { ADMIN_CONF, RunContext } from './run-context.ts';
-import { isIP } from 'node:net';
 
 /** `instantiatedVnfInfo.metadata.k8sCluster`, per node. */
 export interface K8sNodeMeta {
