@@ -43,8 +43,6 @@ export function vduCpsOf(p: Parser, nodes: readonly NodeT[], byName: ReadonlyMap
   return cps;
 }
 
-// ---------- package-level files ----------
-
 /**
  * The external CPs of a flavour: the CPs `substitution_mappings.requirements` maps a VNF
  * requirement onto (`<requirement>: [<node>, <its requirement>]`, a VduCp or a VnfExtCp), every

@@ -8,6 +8,11 @@ import type { FlavourSource, TopInfo } from './substitution.ts';
 import { Parser, type Scope } from './templates.ts';
 import { storagesAndLinksOf, vdusOf } from './vdus.ts';
 
+/**
+ * A deployment flavour from its file: the VNF node and hooks, storages and virtual links, VDUs,
+ * CPs, then the policies (read, then cross-checked), in that order (the first problem found is
+ * the one reported).
+ */
 export function buildFlavour(p: Parser, src: FlavourSource, top: TopInfo): FlavourModel {
   const file = src.file;
   const values: Record<string, Plain | undefined> = { ...top.values, flavour_id: src.flavourId };

@@ -6,8 +6,6 @@ import type { TypeDef } from '../tosca-types.ts';
 import type { Plain } from '../yaml-source.ts';
 import { describe, isObj, type NodeT, type Obj, own, Parser, type Scope } from './templates.ts';
 
-// ---------- flavours ----------
-
 export interface TopInfo {
   /** VNF node of the entry file (when it has one). */
   readonly node: NodeT | undefined;
