@@ -38,6 +38,7 @@ export const ERRORS = {
   VNFM_ERR_API_NOT_ACCEPTABLE: { httpStatus: 406, title: 'Not Acceptable', retryable: false },
   VNFM_ERR_API_CONFLICT: { httpStatus: 409, title: 'Conflict', retryable: false },
   VNFM_ERR_API_PAYLOAD_TOO_LARGE: { httpStatus: 413, title: 'Payload Too Large', retryable: false },
+  VNFM_ERR_API_URI_TOO_LONG: { httpStatus: 414, title: 'URI Too Long', retryable: false },
   VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE: { httpStatus: 415, title: 'Unsupported Media Type', retryable: false },
   VNFM_ERR_API_UNPROCESSABLE: { httpStatus: 422, title: 'Unprocessable Entity', retryable: false },
   VNFM_ERR_API_VERSION_MISSING: { httpStatus: 400, title: 'Bad Request', retryable: false },

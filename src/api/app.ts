@@ -15,7 +15,7 @@ import { auditLogger } from '../logger.ts';
 import { httpsOptions, installAuth } from './auth/index.ts';
 import { installConcurrencyCap } from './concurrency-cap.ts';
 import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, readinessChecker } from './health.ts';
-import { errorHandler, problem, sendProblem } from './problem.ts';
+import { catalogProblem, errorHandler, sendProblem } from './problem.ts';
 import { faultIntakeRoutes } from './autoheal/fault-intake-routes.ts';
 import { ledgerRoutes } from './autoheal/ledger-routes.ts';
 import { registerVimRoutes } from './vims/routes.ts';
@@ -100,7 +100,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     // malformed URLs (bad percent-encoding, ...) are answered before routing: still ProblemDetails
     frameworkErrors: (err, _req, reply) => {
       const status = typeof err.statusCode === 'number' && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 400;
-      return sendProblem(reply, problem(status, status === 414 ? 'URI Too Long' : 'Bad Request', `malformed request URL: ${err.message}`));
+      return sendProblem(reply, catalogProblem(status === 414 ? 'VNFM_ERR_API_URI_TOO_LONG' : 'VNFM_ERR_API_BAD_REQUEST', `malformed request URL: ${err.message}`));
     },
   }) as unknown as FastifyInstance;
   // GET/HEAD /healthz is answered from the raw HTTP request event, before routing, hooks and body parsing
@@ -130,9 +130,9 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     const allowed = METHODS.filter((m) => m !== req.method && app.findRoute({ method: m, url: path }) !== null);
     if (allowed.length > 0) {
       reply.header('allow', allowed.join(', '));
-      return sendProblem(reply, problem(405, 'Method Not Allowed', `method ${req.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
+      return sendProblem(reply, catalogProblem('VNFM_ERR_API_METHOD_NOT_ALLOWED', `method ${req.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`));
     }
-    return sendProblem(reply, problem(404, 'Not Found', `no resource at ${path}`));
+    return sendProblem(reply, catalogProblem('VNFM_ERR_API_NOT_FOUND', `no resource at ${path}`));
   });
 
   // authentication, the role of each route and the tenant of the resource it names (src/api/auth/): before every route

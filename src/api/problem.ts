@@ -1,11 +1,11 @@
 /**
  * The single place where errors become SOL013 ProblemDetails (`application/problem+json`). Catalog
  * errors keep their status and detail; Fastify's own client errors (bad JSON, schema violations,
- * wrong media type, oversized bodies) become 4xx with a readable detail; anything else is a 500
- * whose detail never leaks internals.
+ * wrong media type, oversized bodies, unknown routes and methods) become the catalog's 4xx entries
+ * with a readable detail; anything else is a 500 whose detail never leaks internals.
  */
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { isVnfmError } from '../errors.ts';
+import { ERRORS, type ErrorCode, isVnfmError } from '../errors.ts';
 
 /** SOL013 ProblemDetails. */
 export interface ProblemDetails {
@@ -20,6 +20,12 @@ export interface ProblemDetails {
 /** Builds a ProblemDetails body. */
 export function problem(status: number, title: string, detail: string, extra?: Record<string, unknown>): ProblemDetails {
   return { title, status, detail, ...(extra ?? {}) };
+}
+
+/** A ProblemDetails of the error catalog: the code's status and title, `type` naming the code. */
+export function catalogProblem(code: ErrorCode, detail: string, extra?: Record<string, unknown>): ProblemDetails {
+  const def = ERRORS[code];
+  return { type: `urn:vnfm:error:${code}`, title: def.title, status: def.httpStatus, detail, ...(extra ?? {}) };
 }
 
 function fromValidation(err: FastifyError): string {
@@ -37,7 +43,22 @@ function fromValidation(err: FastifyError): string {
     .join('; ');
 }
 
-/** Titles of the client error statuses Fastify or a plugin may raise without a catalog code. */
+/** The catalog code of each client error status Fastify or a plugin may raise without one. */
+const CODES: Record<number, ErrorCode> = {
+  400: 'VNFM_ERR_API_BAD_REQUEST',
+  401: 'VNFM_ERR_API_UNAUTHORIZED',
+  403: 'VNFM_ERR_API_FORBIDDEN',
+  404: 'VNFM_ERR_API_NOT_FOUND',
+  405: 'VNFM_ERR_API_METHOD_NOT_ALLOWED',
+  406: 'VNFM_ERR_API_NOT_ACCEPTABLE',
+  409: 'VNFM_ERR_API_CONFLICT',
+  413: 'VNFM_ERR_API_PAYLOAD_TOO_LARGE',
+  414: 'VNFM_ERR_API_URI_TOO_LONG',
+  415: 'VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE',
+  422: 'VNFM_ERR_API_UNPROCESSABLE',
+};
+
+/** Titles of the client error statuses without a catalog code. */
 const TITLES: Record<number, string> = {
   400: 'Bad Request',
   401: 'Unauthorized',
@@ -62,27 +83,33 @@ export function toProblem(err: unknown, logError: (e: unknown) => void): Problem
     return { type: `urn:vnfm:error:${err.code}`, title: err.title, status: err.httpStatus, detail: err.message, ...(err.extra ?? {}) };
   }
   const fe = err as FastifyError & { validation?: unknown };
-  if (fe && typeof fe === 'object' && fe.validation) return problem(400, 'Bad Request', fromValidation(fe));
+  if (fe && typeof fe === 'object' && fe.validation) return catalogProblem('VNFM_ERR_API_BAD_REQUEST', fromValidation(fe));
   const code = fe?.code ?? '';
   const status = typeof fe?.statusCode === 'number' ? fe.statusCode : 500;
   switch (code) {
     case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
-      return problem(415, 'Unsupported Media Type', `Content-Type ${fe.message.replace(/^Unsupported Media Type:?\s*/, '') || 'of the request'} is not supported; use application/json`);
+      return catalogProblem('VNFM_ERR_API_UNSUPPORTED_MEDIA_TYPE', `Content-Type ${fe.message.replace(/^Unsupported Media Type:?\s*/, '') || 'of the request'} is not supported; use application/json`);
     case 'FST_ERR_CTP_BODY_TOO_LARGE':
-      return problem(413, 'Payload Too Large', 'request body is too large');
+      return catalogProblem('VNFM_ERR_API_PAYLOAD_TOO_LARGE', 'request body is too large');
     case 'FST_ERR_CTP_EMPTY_JSON_BODY':
-      return problem(400, 'Bad Request', 'body is missing or empty');
+      return catalogProblem('VNFM_ERR_API_BAD_REQUEST', 'body is missing or empty');
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
     case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
-      return problem(400, 'Bad Request', `malformed request body: ${fe.message}`);
+      return catalogProblem('VNFM_ERR_API_BAD_REQUEST', `malformed request body: ${fe.message}`);
   }
-  if (err instanceof SyntaxError) return problem(400, 'Bad Request', `malformed JSON body: ${err.message}`);
+  if (err instanceof SyntaxError) return catalogProblem('VNFM_ERR_API_BAD_REQUEST', `malformed JSON body: ${err.message}`);
   // PostgreSQL refusing a character of the request (22021 character_not_in_repertoire, 22P05
   // untranslatable_character): the client sent text that cannot be stored, not a server fault.
-  if (code === '22021' || code === '22P05') return problem(400, 'Bad Request', 'the request contains characters that cannot be stored (e.g. U+0000)');
-  if (status >= 400 && status < 500) return problem(status, TITLES[status] ?? 'Bad Request', fe.message || 'bad request');
+  if (code === '22021' || code === '22P05') return catalogProblem('VNFM_ERR_API_BAD_REQUEST', 'the request contains characters that cannot be stored (e.g. U+0000)');
+  if (status >= 400 && status < 500) return clientProblem(status, fe.message || 'bad request');
   logError(err);
-  return problem(500, 'Internal Server Error', 'the VNFM failed to process the request; see the server log');
+  return catalogProblem('VNFM_ERR_INTERNAL', 'the VNFM failed to process the request; see the server log');
+}
+
+/** A client error (4xx) ProblemDetails: the catalog's entry for the status when it has one. */
+export function clientProblem(status: number, detail: string): ProblemDetails {
+  const code = CODES[status];
+  return code ? catalogProblem(code, detail) : problem(status, TITLES[status] ?? 'Bad Request', detail);
 }
 
 /** Sends a ProblemDetails with the right content type (keeps a SOL `Version` header set earlier). */

@@ -26,7 +26,7 @@ import { Type } from 'typebox';
 import { authModes } from '../config.ts';
 import type { AppContext } from '../core/services.ts';
 import { vnfmError } from '../errors.ts';
-import { problem, sendProblem } from './problem.ts';
+import { catalogProblem, problem, sendProblem } from './problem.ts';
 
 export const UI_PREFIX = '/ui';
 export const UI_CONFIG_PATH = '/vnfm/v1/ui/config';
@@ -104,7 +104,7 @@ export async function registerUiRoutes(app: FastifyInstance, ctx: AppContext, op
       const c = await load(file);
       if (c) return send(req, reply, c, file, path.startsWith('assets/'));
       // a missing asset is a 404 (an old page asking for a replaced bundle), not the page itself
-      if (path.startsWith('assets/') || /\.[a-z0-9]{1,6}$/i.test(path)) return sendProblem(reply, problem(404, 'Not Found', `no resource at ${UI_PREFIX}/${path}`));
+      if (path.startsWith('assets/') || /\.[a-z0-9]{1,6}$/i.test(path)) return sendProblem(reply, catalogProblem('VNFM_ERR_API_NOT_FOUND', `no resource at ${UI_PREFIX}/${path}`));
     }
     const c = await load(index);
     if (!c) throw vnfmError('VNFM_ERR_API_NOT_FOUND', 'index.html of the dashboard is missing');

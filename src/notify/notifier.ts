@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Transaction, sql } from 'kysely';
 import { affectedVirtualLinksToV1 } from '../model/sol-shapes.ts';
+import { afterCommit } from '../store/after-commit.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 
@@ -91,7 +92,7 @@ export class Notifier {
 
   constructor(private readonly publicUrl: () => string) {}
 
-  /** Called (shortly after) whenever notifications were queued, so delivery starts without waiting for a poll. */
+  /** Called whenever queued notifications were committed, so delivery starts without waiting for a poll. */
   onQueued(fn: () => void): void {
     this.listener = fn;
   }
@@ -166,8 +167,9 @@ export class Notifier {
       await tx.insertInto('outbox').values({ subscription_id: s.id, notification: json(this.build(ev, s, notificationId)), status: 'PENDING', attempts: 0, next_attempt_at: new Date() }).execute();
       n++;
     }
-    // The caller's transaction commits right after; a short delay lets it land before the worker looks.
-    if (n > 0 && this.listener) setTimeout(this.listener, 20).unref();
+    // The worker is woken once the caller's transaction has committed (at once outside a transaction).
+    const listener = this.listener;
+    if (n > 0 && listener) afterCommit(tx, listener);
     return n;
   }
 }

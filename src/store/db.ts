@@ -8,6 +8,7 @@ import { mkdirSync } from 'node:fs';
 import { PGlite } from '@electric-sql/pglite';
 import { Kysely, type KyselyPlugin, PostgresDialect } from 'kysely';
 import { migrateToLatest } from './migrations/index.ts';
+import { StoreKysely } from './after-commit.ts';
 import { PGliteDialect } from './pglite-dialect.ts';
 import { acquireDataDirLock, type LockHolder } from './data-dir-lock.ts';
 import type { Database } from './schema.ts';
@@ -82,7 +83,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     // An idle connection dropped by the server (restart, failover, admin kill) must not crash the
     // process: the pool discards it and the next query opens a new one.
     pool.on('error', (e) => opts.onPoolError?.(e));
-    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [turnPerResult(new TurnGate())] });
+    const db: Kysely<Database> = new StoreKysely<Database>({ dialect: new PostgresDialect({ pool }), plugins: [turnPerResult(new TurnGate())] });
     if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
     const leasePool = new pg.Pool({ connectionString: opts.databaseUrl, max: 2 });
     leasePool.on('error', (e) => opts.onPoolError?.(e));
@@ -109,7 +110,7 @@ export async function openStore(opts: StoreOptions): Promise<Store> {
     const settings = ['-c', `shared_buffers=${opts.embedded?.sharedBuffers ?? EMBEDDED_DEFAULTS.sharedBuffers}`, '-c', `work_mem=${opts.embedded?.workMem ?? EMBEDDED_DEFAULTS.workMem}`];
     const pglite = new PGlite(onDisk ? dir : undefined, { startParams: [...PGlite.defaultStartParams, ...settings], ...(opts.loadDataDir ? { loadDataDir: opts.loadDataDir } : {}) });
     await pglite.waitReady;
-    const db = new Kysely<Database>({ dialect: new PGliteDialect(pglite) });
+    const db: Kysely<Database> = new StoreKysely<Database>({ dialect: new PGliteDialect(pglite) });
     if (!opts.skipMigrations) await migrateToLatest(db as Kysely<unknown>);
     return {
       db,

@@ -111,12 +111,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     if (unknown.length > 0) throw new Error(`auth.policyFile names routes that do not exist: ${unknown.join(', ')}`);
   };
 
-  const staticTokens = new Map<string, Principal>();
-  config.apiTokens.forEach((t, i) => {
-    const e = typeof t === 'string' ? { token: t } : t;
-    const name = e.name ?? `token-${i + 1}`;
-    staticTokens.set(credentialHash(e.token), { id: name, name, ...(e.project ? { project: e.project } : {}), roles: rolesUpTo((e.role ?? 'admin') as ApiRole), via: 'token' });
-  });
+  const staticTokens = staticTokensOf(config);
   const failureCache = { ttlMs: config.auth.failureCacheMs, maxEntries: config.auth.failureCacheMaxEntries };
   const keystone = modes.has('keystone') ? new KeystoneValidator(config.auth.keystone, failureCache) : undefined;
   const oauth = modes.has('oauth2') ? new OAuthService(ctx.store.db, config.auth.oauth2, failureCache) : undefined;
@@ -181,12 +176,7 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     throw unauthorized(`authentication is required (${[...modes].map(describeMode).join(', ')})`);
   };
 
-  const challenge = (oauthError: string | undefined): string => {
-    const out: string[] = [];
-    if (modes.has('token') || modes.has('oauth2') || modes.has('mtls')) out.push(`Bearer realm="vnfm"${oauthError ? `, error="${oauthError}"` : ''}`);
-    if (keystone) out.push(`Keystone uri="${config.auth.keystone.authUrl}"`);
-    return out.join(', ');
-  };
+  const challenge = (oauthError: string | undefined): string => challengeOf(modes, keystone ? config.auth.keystone.authUrl : undefined, oauthError);
 
   const unauthenticated = modes.has('none');
   // apiAuth none: a caller on this host is trusted only as the VNFM's own OS user, root or a listed uid
@@ -246,18 +236,42 @@ export async function installAuth(app: FastifyInstance, ctx: AppContext): Promis
     await tenantCheck(req);
   });
 
-  PROBE_CHECKS.set(app, async (headers) => {
-    try {
-      const cred = presentedCredential({ 'x-auth-token': headers['x-auth-token'], authorization: headers.authorization }, config.auth.maxCredentialBytes);
-      if (cred.kind !== 'token') return { ok: false, status: 401 };
-      return (await tokenPrincipal(cred.token, undefined)) ? { ok: true } : { ok: false, status: 401 };
-    } catch (e) {
-      return { ok: false, status: (e as { httpStatus?: number }).httpStatus === 503 ? 503 : 401 };
-    }
-  });
+  PROBE_CHECKS.set(app, probeCheckOf(config.auth.maxCredentialBytes, (token) => tokenPrincipal(token, undefined)));
 
   if (oauth) await oauthRoutes(app, oauth, ctx);
   return { verify };
+}
+
+/** The principals of the static API tokens (`apiTokens`), keyed by the token's hash. */
+function staticTokensOf(config: VnfmConfig): Map<string, Principal> {
+  const staticTokens = new Map<string, Principal>();
+  config.apiTokens.forEach((t, i) => {
+    const e = typeof t === 'string' ? { token: t } : t;
+    const name = e.name ?? `token-${i + 1}`;
+    staticTokens.set(credentialHash(e.token), { id: name, name, ...(e.project ? { project: e.project } : {}), roles: rolesUpTo((e.role ?? 'admin') as ApiRole), via: 'token' });
+  });
+  return staticTokens;
+}
+
+/** The `WWW-Authenticate` value of a 401: one challenge per enabled mode that takes a token. */
+function challengeOf(modes: ReadonlySet<ApiAuthMode>, keystoneAuthUrl: string | undefined, oauthError: string | undefined): string {
+  const out: string[] = [];
+  if (modes.has('token') || modes.has('oauth2') || modes.has('mtls')) out.push(`Bearer realm="vnfm"${oauthError ? `, error="${oauthError}"` : ''}`);
+  if (keystoneAuthUrl !== undefined) out.push(`Keystone uri="${keystoneAuthUrl}"`);
+  return out.join(', ');
+}
+
+/** The check of a probe's credential headers against the token modes. */
+function probeCheckOf(maxCredentialBytes: number, tokenPrincipal: (token: string) => Promise<Principal | null>): ProbeCredentialCheck {
+  return async (headers) => {
+    try {
+      const cred = presentedCredential({ 'x-auth-token': headers['x-auth-token'], authorization: headers.authorization }, maxCredentialBytes);
+      if (cred.kind !== 'token') return { ok: false, status: 401 };
+      return (await tokenPrincipal(cred.token)) ? { ok: true } : { ok: false, status: 401 };
+    } catch (e) {
+      return { ok: false, status: (e as { httpStatus?: number }).httpStatus === 503 ? 503 : 401 };
+    }
+  };
 }
 
 /** The 429 of a client over `auth.failureLimit`. */
