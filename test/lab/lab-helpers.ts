@@ -104,10 +104,20 @@ export function bridgeExists(): boolean {
   }
 }
 
-/** The IPv4 addresses of a host's eth0 (its own and the extra ones), read with `ip -n`; none when there is no such namespace. */
+/**
+ * The IPv4 addresses of a host's eth0 (its own and the extra ones), read with `ip -n`; none when
+ * there is no such namespace, or no eth0 in it yet (a host being created or torn down).
+ */
 export function addressesIn(ns: string): string[] {
   if (!labNamespaces().includes(ns)) return [];
-  const out = execFileSync('ip', ['-n', ns, '-j', 'addr', 'show', 'dev', 'eth0'], { encoding: 'utf8' });
+  let out: string;
+  try {
+    out = execFileSync('ip', ['-n', ns, '-j', 'addr', 'show', 'dev', 'eth0'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    const err = String((e as { stderr?: unknown }).stderr ?? '');
+    if (/does not exist|Cannot open network namespace/.test(err)) return [];
+    throw e;
+  }
   const info = (JSON.parse(out) as { addr_info?: { family: string; local: string }[] }[])[0];
   return (info?.addr_info ?? []).filter((a) => a.family === 'inet').map((a) => a.local);
 }

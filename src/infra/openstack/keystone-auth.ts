@@ -18,6 +18,34 @@ import {
 } from './http-retry.ts';
 
 /** Endpoint interfaces of the Keystone catalog. */
+/** Keystone credentials as a VIM connection spells them (SOL keys and the aliases Tacker accepts). */
+export interface KeystoneCredentials {
+  authUrl: string | undefined;
+  username: string | undefined;
+  password: string | undefined;
+  projectName: string | undefined;
+  projectId: string | undefined;
+  userDomain: string;
+  projectDomain: string;
+}
+
+const nonEmpty = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);
+
+/** The Keystone credentials of a VIM connection's `interfaceInfo` and `accessInfo` (domains default to `Default`). */
+export function keystoneCredentialsOf(vim: { interfaceInfo?: Record<string, unknown> | undefined; accessInfo?: Record<string, unknown> | undefined }): KeystoneCredentials {
+  const ii = vim.interfaceInfo ?? {};
+  const ai = vim.accessInfo ?? {};
+  return {
+    authUrl: nonEmpty(ii.endpoint) ?? nonEmpty(ii.authUrl) ?? nonEmpty(ii.auth_url),
+    username: nonEmpty(ai.username) ?? nonEmpty(ai.userName),
+    password: typeof ai.password === 'string' ? ai.password : undefined,
+    projectName: nonEmpty(ai.project) ?? nonEmpty(ai.projectName) ?? nonEmpty(ai.tenant),
+    projectId: nonEmpty(ai.projectId),
+    userDomain: nonEmpty(ai.userDomain) ?? nonEmpty(ai.userDomainName) ?? 'Default',
+    projectDomain: nonEmpty(ai.projectDomain) ?? nonEmpty(ai.projectDomainName) ?? 'Default',
+  };
+}
+
 export const EndpointInterface = { public: 'public', internal: 'internal', admin: 'admin' } as const;
 /** See {@link EndpointInterface}. */
 export type EndpointInterface = (typeof EndpointInterface)[keyof typeof EndpointInterface];

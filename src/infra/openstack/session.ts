@@ -13,7 +13,7 @@ import type { InfraContext, ObserveContext, VimSettings } from '../infra-driver.
 import { HeatClient, type HeatResource, type HeatStack, type HeatStackRef } from './heat-client.ts';
 import { type LocatedResource, type PortFacts, stackRefString } from './heat-observer.ts';
 import type { HttpRetryOptions } from './http-retry.ts';
-import { KeystoneAuth } from './keystone-auth.ts';
+import { KeystoneAuth, keystoneCredentialsOf } from './keystone-auth.ts';
 import { NovaClient } from './nova-client.ts';
 import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
 import type { CreateListing } from './stack-watch.ts';
@@ -174,16 +174,10 @@ export class OpenStackSessions {
   session(vim: VimConnection): VimSession {
     const ii = vim.interfaceInfo ?? {};
     const ai = vim.accessInfo ?? {};
-    const authUrl = str(ii.endpoint) ?? str(ii.authUrl) ?? str(ii.auth_url);
-    const username = str(ai.username) ?? str(ai.userName);
-    const password = typeof ai.password === 'string' ? ai.password : undefined;
-    const projectName = str(ai.project) ?? str(ai.projectName) ?? str(ai.tenant);
-    const projectId = str(ai.projectId);
+    const { authUrl, username, password, projectName, projectId, userDomain, projectDomain } = keystoneCredentialsOf(vim);
     if (!authUrl) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection has no interfaceInfo.endpoint (Keystone v3 URL)');
     if (!username || password === undefined) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection needs accessInfo.username and accessInfo.password');
     if (!projectName && !projectId) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection needs accessInfo.project (or projectId)');
-    const userDomain = str(ai.userDomain) ?? str(ai.userDomainName) ?? 'Default';
-    const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
     const region = str(ai.region) ?? str(ii.region);
     const heatEndpoint = str(ii.heatEndpoint);
     const tlsFetch = fetchForVimTls(ii);

@@ -24,7 +24,7 @@
  */
 import { createHash } from 'node:crypto';
 import { vnfmError } from '../../../errors.ts';
-import { KeystoneAuth } from '../../../infra/openstack/keystone-auth.ts';
+import { KeystoneAuth, keystoneCredentialsOf } from '../../../infra/openstack/keystone-auth.ts';
 import type { OutboundGuard } from '../../../net/outbound.ts';
 import { fetchForVimTls } from '../../../net/tls-fetch.ts';
 import type { VnfcResourceInfo } from '../../../model/vnf-instance.ts';
@@ -314,15 +314,8 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
   /** A cached Keystone session for a VIM connection with Keystone credentials, else undefined. */
   private keystone(vim: VimConnection): KeystoneAuth | undefined {
     const ii = vim.interfaceInfo ?? {};
-    const ai = vim.accessInfo ?? {};
-    const authUrl = str(ii.endpoint) ?? str(ii.authUrl) ?? str(ii.auth_url);
-    const username = str(ai.username) ?? str(ai.userName);
-    const password = typeof ai.password === 'string' ? ai.password : undefined;
-    const projectName = str(ai.project) ?? str(ai.projectName) ?? str(ai.tenant);
-    const projectId = str(ai.projectId);
+    const { authUrl, username, password, projectName, projectId, userDomain, projectDomain } = keystoneCredentialsOf(vim);
     if (!authUrl || !/^https?:\/\//.test(authUrl) || !username || password === undefined || (!projectName && !projectId)) return undefined;
-    const userDomain = str(ai.userDomain) ?? str(ai.userDomainName) ?? 'Default';
-    const projectDomain = str(ai.projectDomain) ?? str(ai.projectDomainName) ?? 'Default';
     const vimTls = fetchForVimTls(ii);
     const tlsFetchOf = this.opts.vimOutbound ? this.opts.vimOutbound.fetch(vimTls ?? this.opts.keystone?.http?.fetch) : vimTls;
     const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null])).digest('hex');
