@@ -8,6 +8,7 @@
  * region (as `openstack` CLI does), and a single transparent re-authentication when a service
  * answers 401 (token revoked, Keystone restarted with new fernet keys).
  */
+import { createHash } from 'node:crypto';
 import { OpenStackError, OpenStackErrorKind, parseJsonAnswer } from './openstack-error.ts';
 import {
   type HttpResponse,
@@ -27,6 +28,25 @@ export interface KeystoneCredentials {
   projectId: string | undefined;
   userDomain: string;
   projectDomain: string;
+}
+
+/** The {@link KeystoneAuthOptions} of credentials that have their URL, user and password (a project id wins over the name). */
+export function keystoneAuthOptionsOf(c: KeystoneCredentials & { authUrl: string; username: string; password: string }): KeystoneAuthOptions {
+  return {
+    authUrl: c.authUrl,
+    username: c.username,
+    password: c.password,
+    ...(c.projectId ? { projectId: c.projectId } : { projectName: c.projectName as string }),
+    userDomainName: c.userDomain,
+    projectDomainName: c.projectDomain,
+  };
+}
+
+/** A digest of the credentials and `extra` (TLS settings, region, ...) to key cached Keystone sessions by. */
+export function keystoneSessionKey(c: KeystoneCredentials, extra: readonly unknown[]): string {
+  return createHash('sha256')
+    .update(JSON.stringify([c.authUrl, c.username, c.password, c.projectName, c.projectId, c.userDomain, c.projectDomain, ...extra]))
+    .digest('hex');
 }
 
 const nonEmpty = (v: unknown): string | undefined => (typeof v === 'string' && v !== '' ? v : undefined);

@@ -4,7 +4,6 @@
  * listing per stack, what a stack wait read on the way), the error mapping, and the stack
  * building blocks (find, wait, settle, mark) used by more than one operation.
  */
-import { createHash } from 'node:crypto';
 import { retryableError, terminalError, vnfmError } from '../../errors.ts';
 import type { OutboundGuard } from '../../net/outbound.ts';
 import { fetchForVimTls } from '../../net/tls-fetch.ts';
@@ -13,7 +12,7 @@ import type { InfraContext, ObserveContext, VimSettings } from '../infra-driver.
 import { HeatClient, type HeatResource, type HeatStack, type HeatStackRef } from './heat-client.ts';
 import { type LocatedResource, type PortFacts, stackRefString } from './heat-observer.ts';
 import type { HttpRetryOptions } from './http-retry.ts';
-import { KeystoneAuth, keystoneCredentialsOf } from './keystone-auth.ts';
+import { KeystoneAuth, keystoneAuthOptionsOf, keystoneCredentialsOf, keystoneSessionKey } from './keystone-auth.ts';
 import { NovaClient } from './nova-client.ts';
 import { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
 import type { CreateListing } from './stack-watch.ts';
@@ -174,7 +173,8 @@ export class OpenStackSessions {
   session(vim: VimConnection): VimSession {
     const ii = vim.interfaceInfo ?? {};
     const ai = vim.accessInfo ?? {};
-    const { authUrl, username, password, projectName, projectId, userDomain, projectDomain } = keystoneCredentialsOf(vim);
+    const creds = keystoneCredentialsOf(vim);
+    const { authUrl, username, password, projectName, projectId } = creds;
     if (!authUrl) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection has no interfaceInfo.endpoint (Keystone v3 URL)');
     if (!username || password === undefined) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection needs accessInfo.username and accessInfo.password');
     if (!projectName && !projectId) throw vnfmError('VNFM_ERR_VIM_INVALID', 'the OpenStack VIM connection needs accessInfo.project (or projectId)');
@@ -183,18 +183,11 @@ export class OpenStackSessions {
     const tlsFetch = fetchForVimTls(ii);
     // every request checked against the VIM outbound rules right before it goes, pinned to the checked addresses
     const tlsFetchOf = this.outbound ? this.outbound.fetch(tlsFetch ?? this.http?.fetch) : tlsFetch;
-    const key = createHash('sha256')
-      .update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, region, heatEndpoint, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null]))
-      .digest('hex');
+    const key = keystoneSessionKey(creds, [region, heatEndpoint, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null]);
     const cached = this.sessions.get(key);
     if (cached !== undefined) return cached;
     const auth = new KeystoneAuth({
-      authUrl,
-      username,
-      password,
-      ...(projectId ? { projectId } : { projectName: projectName as string }),
-      userDomainName: userDomain,
-      projectDomainName: projectDomain,
+      ...keystoneAuthOptionsOf({ ...creds, authUrl, username, password }),
       ...(region ? { region } : {}),
       ...(heatEndpoint ? { endpointOverrides: { orchestration: heatEndpoint } } : {}),
       // The VIM's TLS settings (a registered VIM's cert_verify: false, its CA bundle) for every call of the session.

@@ -22,9 +22,8 @@
  * when the VNFM dies inside one, the restarted VNFM resumes the step by itself instead of leaving
  * the operation (often an automatic heal) FAILED_TEMP for a person.
  */
-import { createHash } from 'node:crypto';
 import { vnfmError } from '../../../errors.ts';
-import { KeystoneAuth, keystoneCredentialsOf } from '../../../infra/openstack/keystone-auth.ts';
+import { KeystoneAuth, keystoneAuthOptionsOf, keystoneCredentialsOf, keystoneSessionKey } from '../../../infra/openstack/keystone-auth.ts';
 import type { OutboundGuard } from '../../../net/outbound.ts';
 import { fetchForVimTls } from '../../../net/tls-fetch.ts';
 import type { VnfcResourceInfo } from '../../../model/vnf-instance.ts';
@@ -314,20 +313,16 @@ export class ServerNotifierMgmtDriver implements MgmtDriver {
   /** A cached Keystone session for a VIM connection with Keystone credentials, else undefined. */
   private keystone(vim: VimConnection): KeystoneAuth | undefined {
     const ii = vim.interfaceInfo ?? {};
-    const { authUrl, username, password, projectName, projectId, userDomain, projectDomain } = keystoneCredentialsOf(vim);
+    const creds = keystoneCredentialsOf(vim);
+    const { authUrl, username, password, projectName, projectId } = creds;
     if (!authUrl || !/^https?:\/\//.test(authUrl) || !username || password === undefined || (!projectName && !projectId)) return undefined;
     const vimTls = fetchForVimTls(ii);
     const tlsFetchOf = this.opts.vimOutbound ? this.opts.vimOutbound.fetch(vimTls ?? this.opts.keystone?.http?.fetch) : vimTls;
-    const key = createHash('sha256').update(JSON.stringify([authUrl, username, password, projectName, projectId, userDomain, projectDomain, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null])).digest('hex');
+    const key = keystoneSessionKey(creds, [ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null]);
     let auth = this.sessions.get(key);
     if (!auth) {
       auth = new KeystoneAuth({
-        authUrl,
-        username,
-        password,
-        ...(projectId ? { projectId } : { projectName: projectName as string }),
-        userDomainName: userDomain,
-        projectDomainName: projectDomain,
+        ...keystoneAuthOptionsOf({ ...creds, authUrl, username, password }),
         ...(this.opts.keystone?.http || tlsFetchOf ? { http: { ...(this.opts.keystone?.http ?? {}), ...(tlsFetchOf ? { fetch: tlsFetchOf } : {}) } } : {}),
       });
       this.sessions.set(key, auth);
