@@ -12,7 +12,7 @@ import { isNodeReady, type KubeApi, type KubeObject, nodeRef, readyCondition } f
 import { previousClusterMeta, registerClusterVim } from '../k8s-common/vim.ts';
 import type { KubeadmDriverConfig } from './config.ts';
 import type { DrainParams, KubeadmParams } from './params.ts';
-import { clusterCa, type HaproxySettings, type Host } from './remote.ts';
+import { clusterCa, type HaproxySettings, type Host, type InstallRun, isSensitiveOutput } from './remote.ts';
 import { ADMIN_CONF, RunContext } from './run-context.ts';
 
 /** `instantiatedVnfInfo.metadata.k8sCluster`, per node. */
@@ -25,6 +25,21 @@ export interface K8sNodeMeta {
   /** etcd member id (hex, as etcdctl prints it), masters only. */
   etcdMemberId?: string;
   joined: boolean;
+}
+
+/**
+ * How an install script run reports: its timeout, a log line when it finished, the secrets it
+ * printed (redacted from then on), and its lines that carry no secret as progress of `step` on `node`.
+ */
+export function installReporting(rc: RunContext, step: string, node: string): Pick<InstallRun, 'timeoutMs' | 'onDone' | 'onSecret' | 'onLine'> {
+  return {
+    timeoutMs: rc.cfg.installTimeoutMs,
+    onDone: (ms) => rc.info('install script finished', { step: 'install', ms }),
+    onSecret: (x) => rc.secret(x),
+    onLine: (l) => {
+      if (!isSensitiveOutput(l)) rc.progressDetail(step, node, l);
+    },
+  };
 }
 
 /** `instantiatedVnfInfo.metadata.k8sCluster`. */

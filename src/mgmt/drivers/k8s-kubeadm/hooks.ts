@@ -27,11 +27,11 @@ import { allNodes, buildInventory, type ClusterNode, type Inventory } from '../k
 import { deleteClusterVims } from '../k8s-common/vim.ts';
 import { memberIdHex } from './etcd.ts';
 import { drainParamsOf, effectiveInstallationParam, type EffectiveParams, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
-import { clusterCa, etcdMembers, type Host, isSensitiveOutput, requireInstallMarkers, runInstall, updateHostsBlock } from './remote.ts';
+import { clusterCa, etcdMembers, type Host, requireInstallMarkers, runInstall, updateHostsBlock } from './remote.ts';
 import { ADMIN_CONF, RunContext } from './run-context.ts';
 import { KUBERNETES_VIM_TYPE } from '../../../infra/kubernetes/vim-type.ts';
 import { healEnd, healStart } from './heal.ts';
-import { apiUrlOf, clusterIpOf, connectAll, fallbackMaster, hostsEntries, installEnv, type K8sClusterMeta, metaResult, nodesMeta, previousMeta, registerVim, removeNode, scriptBytes, targetNodes, waitOwners } from './hook-support.ts';
+import { apiUrlOf, clusterIpOf, connectAll, fallbackMaster, hostsEntries, installEnv, installReporting, type K8sClusterMeta, metaResult, nodesMeta, previousMeta, registerVim, removeNode, scriptBytes, targetNodes, waitOwners } from './hook-support.ts';
 import { joinMaster, joinWorker } from './join.ts';
 
 export type { K8sClusterMeta, K8sNodeMeta } from './hook-support.ts';
@@ -110,12 +110,7 @@ async function instantiateEnd(rc: RunContext): Promise<MgmtResult> {
       args: ['-m', mastersCsv, '-i', clusterIp, '-p', p.masterNode.podCidr, '-a', p.masterNode.clusterCidr],
       secrets: {},
       env,
-      timeoutMs: rc.cfg.installTimeoutMs,
-      onDone: (ms) => rc.info('install script finished', { step: 'install', ms }),
-      onSecret: (x) => rc.secret(x),
-    onLine: (l) => {
-        if (!isSensitiveOutput(l)) rc.progressDetail('install-master', main.name, l);
-      },
+      ...installReporting(rc, 'install-master', main.name),
     });
     rc.secret(report.token);
     rc.secret(report.certificateKey);

@@ -8,9 +8,9 @@ import type { ClusterNode, Inventory } from '../k8s-common/inventory.ts';
 import { isNodeReady, type KubeApi, nodeRef } from '../k8s-common/kube.ts';
 import { findMember, memberIdHex, membersWithPeerIp } from './etcd.ts';
 import { checkAddition, checkRemoval } from './quorum.ts';
-import { clusterCa, createJoinToken, etcdRemoveMember, type EtcdView, etcdView, type Host, isSensitiveOutput, runInstall, uploadCerts } from './remote.ts';
+import { clusterCa, createJoinToken, etcdRemoveMember, type EtcdView, etcdView, type Host, runInstall, uploadCerts } from './remote.ts';
 import { ADMIN_CONF, RunContext } from './run-context.ts';
-import { record } from './hook-support.ts';
+import { installReporting, record } from './hook-support.ts';
 
 // ================================================================== joins
 
@@ -84,12 +84,7 @@ export async function joinWorker(rc: RunContext, api: KubeApi, node: ClusterNode
       args: ['-w', node.nicIp, '-i', j.clusterIp],
       secrets: { token: m.token, caHash: m.caHash },
       env: j.env,
-      timeoutMs: rc.cfg.installTimeoutMs,
-      onDone: (ms) => rc.info('install script finished', { step: 'install', ms }),
-      onSecret: (x) => rc.secret(x),
-    onLine: (l) => {
-        if (!isSensitiveOutput(l)) rc.progressDetail('join-worker', node.name, l);
-      },
+      ...installReporting(rc, 'join-worker', node.name),
     });
   }
   rc.progress('wait-ready', node.name);
@@ -180,12 +175,7 @@ export async function joinMaster(rc: RunContext, api: KubeApi, node: ClusterNode
     args: ['-m', j.mastersCsv, '-i', j.clusterIp, '-p', rc.params.masterNode.podCidr, '-a', rc.params.masterNode.clusterCidr],
     secrets: { token: m.token, caHash: m.caHash, ...(m.certificateKey ? { certificateKey: m.certificateKey } : {}) },
     env: j.env,
-    timeoutMs: rc.cfg.installTimeoutMs,
-    onDone: (ms) => rc.info('install script finished', { step: 'install', ms }),
-    onSecret: (x) => rc.secret(x),
-    onLine: (l) => {
-      if (!isSensitiveOutput(l)) rc.progressDetail('join-master', node.name, l);
-    },
+    ...installReporting(rc, 'join-master', node.name),
   });
   rc.progress('wait-control-plane', node.name);
   const memberId = await waitControlPlane(rc, api, j.peer, node, staticPods);
