@@ -7,49 +7,42 @@ import type { Plain } from '../yaml-source.ts';
 import { describe, isObj, type Obj, own, Parser, type Scope, type Slot, sorted } from './templates.ts';
 import type { VduDraft } from './vdus.ts';
 
-function policiesOf(p: Parser, file: string): { name: string; def: Obj; holder: unknown }[] {
+/**
+ * Calls `add` for each named entry of a topology section written as a map or as a list of
+ * one-entry maps (null items skipped); anything else fails with the given messages.
+ */
+function eachNamed(p: Parser, file: string, key: string, messages: { item: (i: number) => string; section: string }, add: (name: string, def: Plain, holder: unknown) => void): void {
   const tt = p.topology(file);
-  const pol = own(tt, 'policies');
-  if (pol === undefined || pol === null) return [];
-  const out: { name: string; def: Obj; holder: unknown }[] = [];
-  const add = (name: string, def: Plain, holder: unknown): void => {
-    if (!isObj(def)) p.fail(`policy '${name}' must be a map with a type`, holder, name, file);
-    out.push({ name, def, holder });
-  };
-  if (Array.isArray(pol)) {
-    pol.forEach((item, i) => {
+  const section = own(tt, key);
+  if (section === undefined || section === null) return;
+  if (Array.isArray(section)) {
+    section.forEach((item, i) => {
       if (item === null) return;
-      if (!isObj(item)) p.fail(`policies[${i}] must be a map like '- name: {type: ...}'`, pol, i, file);
+      if (!isObj(item)) p.fail(messages.item(i), section, i, file);
       for (const [k, v] of Object.entries(item)) add(k, v, item);
     });
-  } else if (isObj(pol)) {
-    for (const [k, v] of Object.entries(pol)) add(k, v, pol);
+  } else if (isObj(section)) {
+    for (const [k, v] of Object.entries(section)) add(k, v, section);
   } else {
-    p.fail(`policies must be a list, got ${describe(pol)}`, tt, 'policies', file);
+    p.fail(`${messages.section}, got ${describe(section)}`, tt, key, file);
   }
+}
+
+function policiesOf(p: Parser, file: string): { name: string; def: Obj; holder: unknown }[] {
+  const out: { name: string; def: Obj; holder: unknown }[] = [];
+  eachNamed(p, file, 'policies', { item: (i) => `policies[${i}] must be a map like '- name: {type: ...}'`, section: 'policies must be a list' }, (name, def, holder) => {
+    if (!isObj(def)) p.fail(`policy '${name}' must be a map with a type`, holder, name, file);
+    out.push({ name, def, holder });
+  });
   return out;
 }
 
 function groupsOf(p: Parser, file: string, scope: Scope): Map<string, string[]> {
-  const tt = p.topology(file);
-  const g = own(tt, 'groups');
   const out = new Map<string, string[]>();
-  if (g === undefined || g === null) return out;
-  const add = (name: string, def: Plain, holder: unknown): void => {
+  eachNamed(p, file, 'groups', { item: (i) => `groups[${i}] must be a map`, section: 'groups must be a map' }, (name, def, holder) => {
     if (!isObj(def)) p.fail(`group '${name}' must be a map with a type and members`, holder, name, file);
     out.set(name, p.strList({ holder: def, key: 'members' }, scope, `group ${name}: members`));
-  };
-  if (Array.isArray(g)) {
-    g.forEach((item, i) => {
-      if (item === null) return;
-      if (!isObj(item)) p.fail(`groups[${i}] must be a map`, g, i, file);
-      for (const [k, v] of Object.entries(item)) add(k, v, item);
-    });
-  } else if (isObj(g)) {
-    for (const [k, v] of Object.entries(g)) add(k, v, g);
-  } else {
-    p.fail(`groups must be a map, got ${describe(g)}`, tt, 'groups', file);
-  }
+  });
   return out;
 }
 
