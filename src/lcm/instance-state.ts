@@ -30,21 +30,14 @@
  */
 import type { Transaction } from 'kysely';
 import { vnfmError } from '../errors.ts';
-import type { InstantiatedVnfInfo, InstantiationState } from '../model/vnf-instance.ts';
+import type { InstantiatedVnfInfo, InstantiationState, VnfInstanceRecord } from '../model/vnf-instance.ts';
 import { json } from '../store/db.ts';
 import type { Database } from '../store/schema.ts';
 
 type Tx = Transaction<Database>;
 
 /** The package an instance is of (its VNFD's identity). */
-export interface InstancePackage {
-  vnfdId: string;
-  vnfPkgId: string;
-  vnfProvider: string;
-  vnfProductName: string;
-  vnfSoftwareVersion: string;
-  vnfdVersion: string;
-}
+export type InstancePackage = Pick<VnfInstanceRecord, 'vnfdId' | 'vnfPkgId' | 'vnfProvider' | 'vnfProductName' | 'vnfSoftwareVersion' | 'vnfdVersion'>;
 
 /** A new instance (NOT_INSTANTIATED). */
 export interface NewInstance extends InstancePackage {
