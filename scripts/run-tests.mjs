@@ -88,10 +88,14 @@ function lane(name, laneFiles, n, stream) {
   });
 }
 
+/** The counters of node:test's summary, in its order. */
+const COUNTERS = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'];
+const COUNTER_LINE = new RegExp(`^(?:ℹ|#) (${COUNTERS.join('|')}) (\\d+)$`, 'gm');
+
 /** The summary counters of a node:test report (the last value of each). */
 function counters(text) {
   const c = {};
-  for (const m of text.matchAll(/^(?:ℹ|#) (tests|suites|pass|fail|cancelled|skipped|todo) (\d+)$/gm)) c[m[1]] = Number(m[2]);
+  for (const m of text.matchAll(COUNTER_LINE)) c[m[1]] = Number(m[2]);
   return c;
 }
 
@@ -152,8 +156,7 @@ const results = await Promise.all(lanes);
 const total = {};
 for (const r of results) for (const [k, v] of Object.entries(r.counts)) total[k] = (total[k] ?? 0) + v;
 if (results.length > 1) {
-  const keys = ['tests', 'suites', 'pass', 'fail', 'cancelled', 'skipped', 'todo'];
-  console.log(`\nboth lanes (${Math.round((Date.now() - t0) / 1000)} s): ${keys.map((k) => `${k} ${total[k] ?? 0}`).join(', ')}`);
+  console.log(`\nboth lanes (${Math.round((Date.now() - t0) / 1000)} s): ${COUNTERS.map((k) => `${k} ${total[k] ?? 0}`).join(', ')}`);
   for (const r of results) if (r.counts.fail > 0 || r.code !== 0) console.log(`the ${r.name} lane failed (exit ${r.code}): its failing tests are listed at the end of its report above`);
 }
 const slow = slowestFiles(12);
