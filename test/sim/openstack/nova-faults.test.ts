@@ -145,9 +145,12 @@ describe('OpenStack sim: Nova and fault injection', () => {
     const cfg = await call('GET', `${sim.url}/_sim/state`, undefined, undefined, admin());
     assert.equal(cfg.body.config.latencyMs, 0);
     assert.equal(cfg.body.config.heatDelayMs, 20);
-    // With a delay, the operation is visible as IN_PROGRESS right after the request.
+    // An update held by the sim is visible as IN_PROGRESS until the hold is released.
+    const hold = await call('POST', `${sim.url}/_sim/heat/holds`, undefined, { operation: 'update' }, admin());
+    assert.equal(hold.status, 201);
     assert.equal((await call('PATCH', stackUrl, s.token, {})).status, 202);
     assert.equal((await call('GET', stackUrl, s.token)).body.stack.stack_status, 'UPDATE_IN_PROGRESS');
+    assert.equal((await call('DELETE', `${sim.url}/_sim/heat/holds/${hold.body.hold.id}`, undefined, undefined, admin())).status, 200);
     assert.equal((await waitStack(s, stackUrl, settled)).stack_status, 'UPDATE_COMPLETE');
   });
 
