@@ -9,7 +9,8 @@
 import type { Logger } from 'pino';
 import type { OutboundGuard } from '../net/outbound.ts';
 import type { VnfPackageModel } from '../packages/vnfd-model.ts';
-import type { VimKindRules, VimRegistry } from '../vims/vim-registry.ts';
+import type { ResourceHealth } from '../model/vnfc-health.ts';
+import type { VimConnection, VimKindRules, VimRegistry } from '../vims/vim-registry.ts';
 import type { InfraDriver } from './infra-driver.ts';
 
 /** What a VIM plugin's driver is built with. */
@@ -21,7 +22,43 @@ export interface VimDriverDeps {
 /** Background work of a health watcher (see {@link VimPlugin.healthWatcher}). */
 export interface VimHealthWatcher {
   start(): void | Promise<void>;
+  /** Stops every poll and watch; resolves when no request of the watcher is in flight. */
   stop(): void | Promise<void>;
+}
+
+/** One connection a health watcher watches: one per VIM project (not per VNF). */
+export interface HealthWatchTarget {
+  /** Stable key of the connection (the same VIM and project give the same key); reports name it. */
+  key: string;
+  /** The connection with its secrets opened, as the infra driver receives it. */
+  vim: VimConnection;
+  /** Ids of the resources the VNFM's instances own on it (server ids, pod names); report only these. */
+  resources: ReadonlySet<string>;
+  /** Kubernetes: the namespaces of those pods. */
+  namespaces?: readonly string[];
+  /** Kubernetes: node names to watch (the nodes of cluster VNFs that registered this VIM). */
+  nodes?: ReadonlySet<string>;
+}
+
+/** What the health monitor hands a VIM type's watcher. */
+export interface HealthWatcherDeps {
+  /** The outbound rules of VIM endpoints: every request of the watcher goes through them. */
+  vimOutbound: OutboundGuard;
+  log: Logger;
+  /** The current targets on VIMs of this type; called at every period (cheap: read from the store). */
+  targets(): Promise<HealthWatchTarget[]>;
+  /**
+   * Observations of resources of a target: those that changed since the last report, or all of
+   * them. A resource of the target that the VIM no longer has is reported with reason `DELETED`
+   * (condition `faulty`).
+   */
+  report(key: string, observations: readonly ResourceHealth[]): void;
+  /** The target's VIM cannot be read (down, 5xx, auth failure): its resources become `unknown`. */
+  unreachable(key: string, reason: string): void;
+  /** Poll period of polling watchers (ms). */
+  periodMs: number;
+  /** Counts each request a watcher sends to a VIM (metric `vnfm_health_watch_requests_total`). */
+  countRequest(vimType: string): void;
 }
 
 /** One VIM type (see the module comment). */
@@ -38,11 +75,10 @@ export interface VimPlugin extends VimKindRules {
   /** The kind used when no plugin claims the package (the first plugin that says so). */
   readonly packageFallback?: boolean;
   /**
-   * Reserved for a watcher of the VIMs of this type (reachability, quota): built by the composition
-   * root over the registry and started with the other workers. No built-in plugin has one yet and
-   * nothing calls it now.
+   * The health watcher of VIMs of this type: one per VNFM, watching every target (one per VIM
+   * project) the health monitor hands it; built and started by the composition root.
    */
-  healthWatcher?(deps: { vims: VimRegistry; log: Logger }): VimHealthWatcher;
+  healthWatcher?(deps: HealthWatcherDeps): VimHealthWatcher;
 }
 
 /** The registered VIM plugins, in registration order. */
