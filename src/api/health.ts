@@ -131,7 +131,7 @@ function tcpReachable(url: string, ms: number): Promise<void> {
 }
 
 /** Builds the readiness evaluator of a context; concurrent probes share one database query. */
-export function readinessChecker(ctx: AppContext & { simCloud?: { openstackUrl: string; kubernetesUrl: string; serverNotifierUrl?: string } }): () => Promise<Readiness> {
+export function readinessChecker(ctx: AppContext): () => Promise<Readiness> {
   let dbInFlight: Promise<void> | undefined;
   const dbPing = (): Promise<void> => {
     // a query stuck behind a blocked database is not repeated by every probe

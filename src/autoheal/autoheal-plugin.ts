@@ -39,7 +39,7 @@ export interface AutohealPluginOptions {
 /** Builds auto-heal and its start/stop hooks (the batcher, fed by the runner's finished operations). */
 export function createAutoheal(ctx: AutohealDeps, popts: AutohealPluginOptions = {}): { autoheal: AutohealHandle; hooks: PluginHooks } {
   const engine = ctx.engine;
-  const options = resolveAutohealOptions(popts.settings ? { ...ctx.config, autoheal: popts.settings as never } : ctx.config);
+  const options = resolveAutohealOptions(ctx.config, popts.settings);
   const ledger = new FaultLedger(ctx.store.db);
   const log = ctx.log.child({ component: 'autoheal' });
   const intake = new IntakeQueue({ ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => ctx.config.faultNotification.windowMs, workerId: ctx.config.runner.workerId });

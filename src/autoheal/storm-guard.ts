@@ -10,6 +10,7 @@
  * `vnfConfigurableProperties` (changeable at run time with a PATCH of the instance).
  */
 import { type VnfmConfig, defaultConfig } from '../config.ts';
+import { checkMaxUnhealthy, validateAutoheal } from '../config/validate.ts';
 import type { VnfInstanceRecord } from '../model/vnf-instance.ts';
 
 /** Suppression reasons (metric label values). */
@@ -26,32 +27,19 @@ export type AutohealOptions = VnfmConfig['autoheal'];
 /** Defaults: never block the normal scenarios (the options module's own defaults). */
 export const DEFAULT_AUTOHEAL_OPTIONS: Readonly<AutohealOptions> = defaultConfig().autoheal;
 
-/** Raised for invalid auto-heal options; the message names the option. */
-export class AutohealOptionsError extends Error {}
-
-/** Validates a maxUnhealthy value; returns an error text or undefined. */
-export function checkMaxUnhealthy(v: unknown): string | undefined {
-  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 ? undefined : 'must be an integer >= 0 or a percentage like "40%"';
-  if (typeof v === 'string' && /^\d{1,9}%?$/.test(v.trim())) return undefined;
-  return 'must be an integer >= 0 or a percentage like "40%"';
-}
+/** Raised for invalid auto-heal options (the config's error); the message names the option. */
+export { ConfigError as AutohealOptionsError } from '../config/types.ts';
 
 /**
- * Reads the optional `autoheal` sub-object of the config (`{ autoheal?: Partial<AutohealOptions> }`),
- * fills defaults and validates.
+ * The auto-heal options of `config.autoheal` with `settings` (partial, e.g. a test's) laid over
+ * the defaults, checked by the config's own rules. The config's section itself was checked when
+ * the config was resolved: without `settings` it is returned as it is.
  */
-export function resolveAutohealOptions(config: VnfmConfig | (VnfmConfig & { autoheal?: Partial<AutohealOptions> })): AutohealOptions {
-  const given = ((config as { autoheal?: Partial<AutohealOptions> }).autoheal ?? {}) as Partial<AutohealOptions>;
+export function resolveAutohealOptions(config: VnfmConfig, settings?: Partial<AutohealOptions>): AutohealOptions {
+  if (!settings) return config.autoheal;
   const o: AutohealOptions = { ...DEFAULT_AUTOHEAL_OPTIONS };
-  for (const [k, v] of Object.entries(given)) if (v !== undefined && k in o) (o as unknown as Record<string, unknown>)[k] = v;
-  const err = checkMaxUnhealthy(o.maxUnhealthy);
-  if (err) throw new AutohealOptionsError(`autoheal.maxUnhealthy ${err}`);
-  for (const k of ['maxHealsPerVnfc', 'frequencyPeriodMs', 'sweepMs', 'leaseMs', 'busyRetryMs', 'concurrency', 'intakePriorityRate', 'intakePriorityMaxMs'] as const) {
-    const v = o[k];
-    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new AutohealOptionsError(`autoheal.${k} must be a number >= 0`);
-  }
-  if (o.sweepMs < 10) o.sweepMs = 10;
-  if (o.concurrency < 1) o.concurrency = 1;
+  for (const [k, v] of Object.entries(settings)) if (v !== undefined && k in o) (o as unknown as Record<string, unknown>)[k] = v;
+  validateAutoheal(o);
   return o;
 }
 

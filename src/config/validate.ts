@@ -200,10 +200,10 @@ export function validateSettings(cfg: VnfmConfig): void {
   if (cfg.faultNotification.windowMs < 0) throw new ConfigError('faultNotification.windowMs must be >= 0');
   if (cfg.databaseUrl && !/^postgres(ql)?:\/\//.test(cfg.databaseUrl)) throw new ConfigError('databaseUrl must be a postgres:// URL');
   if (cfg.databaseUrl && !cfg.secretKey && !cfg.secretKeyFile) throw new ConfigError('secretKey (VNFM_SECRET_KEY, 64 hex chars) or secretKeyFile (VNFM_SECRET_KEY_FILE) is required with databaseUrl, so that every VNFM process (and the next start) can open the sealed credentials');
-  for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) if (!(cfg.sync[k] >= 0)) throw new ConfigError(`sync.${k} must be >= 0`);
+  validateSync(cfg.sync);
+  validateAutoheal(cfg.autoheal);
   for (const k of ['retryForMs', 'backoffMs', 'maxBackoffMs', 'timeoutMs', 'retentionMs'] as const) if (!(Number.isFinite(cfg.notifications[k]) && cfg.notifications[k] >= 0)) throw new ConfigError(`notifications.${k} must be a number >= 0`);
   if (cfg.notifications.maxBackoffMs < cfg.notifications.backoffMs) throw new ConfigError('notifications.maxBackoffMs must be >= notifications.backoffMs');
-  if (!Number.isInteger(cfg.sync.settleAttempts) || cfg.sync.settleAttempts < 1) throw new ConfigError('sync.settleAttempts must be an integer >= 1');
   const r = cfg.runner;
   if (!Number.isInteger(r.leaseMs) || r.leaseMs < 100) throw new ConfigError('runner.leaseMs must be an integer >= 100');
   if (!Number.isInteger(r.leaseGraceMs) || r.leaseGraceMs < 0) throw new ConfigError('runner.leaseGraceMs must be an integer >= 0');
@@ -218,4 +218,31 @@ export function validateSettings(cfg: VnfmConfig): void {
     if (!Number.isInteger(cfg.packages[k]) || cfg.packages[k] < 1) throw new ConfigError(`packages.${k} must be an integer >= 1`);
   }
   if (cfg.packages.maxOldGenerationSizeMb < 16) throw new ConfigError('packages.maxOldGenerationSizeMb must be >= 16');
+}
+
+/** Checks a `maxUnhealthy` value (module setting or per-VNF override); returns an error text or undefined. */
+export function checkMaxUnhealthy(v: unknown): string | undefined {
+  if (typeof v === 'number') return Number.isInteger(v) && v >= 0 ? undefined : 'must be an integer >= 0 or a percentage like "40%"';
+  if (typeof v === 'string' && /^\d{1,9}%?$/.test(v.trim())) return undefined;
+  return 'must be an integer >= 0 or a percentage like "40%"';
+}
+
+/** Checks the `autoheal` section and normalises it in place (`sweepMs` at least 10, `concurrency` at least 1). */
+export function validateAutoheal(a: VnfmConfig['autoheal']): void {
+  const err = checkMaxUnhealthy(a.maxUnhealthy);
+  if (err) throw new ConfigError(`autoheal.maxUnhealthy ${err}`);
+  for (const k of ['maxHealsPerVnfc', 'frequencyPeriodMs', 'sweepMs', 'leaseMs', 'busyRetryMs', 'concurrency', 'intakePriorityRate', 'intakePriorityMaxMs'] as const) {
+    const v = a[k];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) throw new ConfigError(`autoheal.${k} must be a number >= 0`);
+  }
+  if (a.sweepMs < 10) a.sweepMs = 10;
+  if (a.concurrency < 1) a.concurrency = 1;
+}
+
+/** Checks the `sync` section. */
+export function validateSync(s: VnfmConfig['sync']): void {
+  for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) {
+    if (typeof s[k] !== 'number' || !Number.isFinite(s[k]) || s[k] < 0) throw new ConfigError(`sync.${k} must be a number >= 0, got ${s[k]}`);
+  }
+  if (!Number.isInteger(s.settleAttempts) || s.settleAttempts < 1) throw new ConfigError(`sync.settleAttempts must be an integer >= 1, got ${s.settleAttempts}`);
 }

@@ -32,6 +32,21 @@ export interface Services extends BaseServices {
    * requests wait for it (probes and /metrics do not) and /readyz answers 503 until it is done.
    */
   startup?: StartupGate;
+  /** The simulated cloud (`config.sim`) once it has started: what runs where (readiness and tests read it). */
+  readonly simCloud?: SimCloudInfo;
+}
+
+/** What the simulated cloud runs (src/main/sim-cloud.ts). */
+export interface SimCloudInfo {
+  openstackUrl: string;
+  kubernetesUrl: string;
+  serverNotifierUrl?: string;
+  /** Where the simulated cloud's state is saved (none for a `memory://` data directory). */
+  stateDir?: string;
+  /** Whether the state was restored from `stateDir` (else the cloud started empty). */
+  restored?: boolean;
+  /** The live-VM lab, when `lab.enabled` (src/lab/). */
+  lab?: unknown;
 }
 
 /** Whether the modules of a listening VNFM have all started. */

@@ -49,9 +49,12 @@ export function createEngine(ctx: EngineDeps): { engine: Engine; hooks: PluginHo
   const mgmt = new MgmtRunner();
   // Built-in drivers first (they claim VNFD hook artifacts by name or property), package scripts
   // for the hooks no built-in driver claims.
+  // The cluster drivers' settings (config `mgmt.kubeadm`, `mgmt.kubespray`) are checked here, once.
+  let kubeadmSettings: ReturnType<typeof kubeadmConfig>;
+  let kubespraySettings: ReturnType<typeof kubesprayConfig>;
   try {
-    kubeadmConfig(ctx.config);
-    kubesprayConfig(ctx.config);
+    kubeadmSettings = kubeadmConfig(ctx.config);
+    kubespraySettings = kubesprayConfig(ctx.config);
   } catch (e) {
     throw new ConfigError((e as Error).message);
   }
@@ -71,9 +74,10 @@ export function createEngine(ctx: EngineDeps): { engine: Engine; hooks: PluginHo
     }
     return (await activeOpOcc(ctx.store.db, id)) === undefined;
   };
-  mgmt.register(createKubeadmDriver());
+  mgmt.register(createKubeadmDriver({ config: kubeadmSettings }));
   mgmt.register(
     createKubesprayDriver({
+      config: kubespraySettings,
       // the instance whose cluster uses an inventory directory (`<ansible ip>:<path>`)
       inventoryOwner: async (key) => {
         for (const s of await mgmtStore.driverStates('k8s-kubespray')) {

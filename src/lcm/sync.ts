@@ -35,6 +35,7 @@ import { Counter } from 'prom-client';
 import type { PluginHooks } from '../core/plugin.ts';
 import type { BaseServices } from '../core/base-services.ts';
 import { isVnfmError, vnfmError } from '../errors.ts';
+import { validateSync } from '../config/validate.ts';
 import type { ObserveContext, ObservedResources } from '../infra/infra-driver.ts';
 import type { ModifyInfoCommand } from '../model/lcm-command.ts';
 import type { InstantiatedVnfInfo, VnfInstanceRecord } from '../model/vnf-instance.ts';
@@ -63,8 +64,9 @@ export interface SyncOptions {
 }
 
 /**
- * Fills the defaults of {@link SyncOptions} and validates them; `defaultVimTypes`: the VIM types
- * visited when `vimTypes` is not given (the composition root passes those whose VIM plugin syncs by default).
+ * Fills the defaults of {@link SyncOptions} under `input` (e.g. a test's options) and checks them
+ * by the config's rules; `defaultVimTypes`: the VIM types visited when `vimTypes` is not given (the
+ * composition root passes those whose VIM plugin syncs by default).
  */
 export function resolveSyncOptions(input: Partial<SyncOptions> = {}, defaultVimTypes: readonly string[] = []): SyncOptions {
   const intervalMs = input.intervalMs ?? 300_000;
@@ -75,10 +77,7 @@ export function resolveSyncOptions(input: Partial<SyncOptions> = {}, defaultVimT
     settleAttempts: input.settleAttempts ?? 4,
     settleDelayMs: input.settleDelayMs ?? 1000,
   };
-  for (const k of ['intervalMs', 'initialDelayMs', 'settleDelayMs'] as const) {
-    if (!Number.isFinite(o[k]) || o[k] < 0) throw new Error(`sync.${k} must be a number >= 0, got ${o[k]}`);
-  }
-  if (!Number.isInteger(o.settleAttempts) || o.settleAttempts < 1) throw new Error(`sync.settleAttempts must be an integer >= 1, got ${o.settleAttempts}`);
+  validateSync(o);
   return o;
 }
 
@@ -367,6 +366,9 @@ export type SyncDeps = SyncServices & Pick<BaseServices, 'vimPlugins'> & { engin
  */
 export function createSync(deps: SyncDeps, options?: Partial<SyncOptions>): { sync: DriftSync; hooks: PluginHooks } {
   const { engine, vimPlugins, ...ctx } = deps;
-  const sync = new DriftSync({ ctx, engine, options: resolveSyncOptions(options ?? ctx.config.sync, vimPlugins.syncVimTypes()) });
+  // The config's section was checked when the config was resolved; only options given here are checked now.
+  const fromConfig = ctx.config.sync;
+  const resolved = options ? resolveSyncOptions(options, vimPlugins.syncVimTypes()) : { ...fromConfig, vimTypes: fromConfig.vimTypes ?? vimPlugins.syncVimTypes() };
+  const sync = new DriftSync({ ctx, engine, options: resolved });
   return { sync, hooks: { start: () => sync.start(), stop: () => sync.stop() } };
 }

@@ -101,9 +101,11 @@ export function composeModules(base: BaseServices, o: { without?: readonly Built
     lcmRoutes: [],
     extraRoutes: [],
   };
-  const sim = wanted('sim') ? setupSimCloud(services) : undefined;
+  const sim = wanted('sim') ? setupSimCloud(base) : undefined;
+  // what the simulated cloud runs, read from its own value (defined only when it is built)
+  if (sim) Object.defineProperty(services, 'simCloud', { get: sim.info, enumerable: true });
   const hooks: [string, PluginHooks | undefined][] = [
-    ['simulated cloud and lab', sim],
+    ['simulated cloud and lab', sim?.hooks],
     ['op runner (running operations)', engine.hooks],
     ['drift sync', sync?.hooks],
     ['notification delivery', notifications?.hooks],

@@ -13,7 +13,7 @@
 import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PluginHooks } from '../core/plugin.ts';
-import type { AppContext } from '../core/services.ts';
+import type { BaseServices, SimCloudInfo } from '../core/services.ts';
 import type { VimInput } from '../vims/vim-registry.ts';
 import { type LabInfo, startLabFor } from './lab.ts';
 
@@ -24,14 +24,7 @@ export const SIM_VIM_NAMES = { openstack: 'sim-openstack', kubernetes: 'sim-kube
 export const SIM_NOTIFIER_NAME = 'sim-server-notifier';
 
 /** What is running, for the banner and for tests. */
-export interface SimCloud {
-  openstackUrl: string;
-  kubernetesUrl: string;
-  serverNotifierUrl?: string;
-  /** Where the simulated cloud's state is saved (none for a `memory://` data directory). */
-  stateDir?: string;
-  /** Whether the state was restored from `stateDir` (else the cloud started empty). */
-  restored?: boolean;
+export interface SimCloud extends SimCloudInfo {
   /** The live-VM lab, when `lab.enabled`. */
   lab?: LabInfo;
 }
@@ -44,7 +37,7 @@ export function simStateDir(dataDir: string): string | undefined {
   return dataDir.startsWith('memory://') ? undefined : join(dataDir, 'sim');
 }
 
-async function upsertVim(ctx: AppContext, input: VimInput): Promise<void> {
+async function upsertVim(ctx: BaseServices, input: VimInput): Promise<void> {
   // the simulated cloud's VIMs are shared (no project); a project's VIM of the same name is its own
   const existing = (await ctx.vims.list()).find((v) => v.name === input.name && v.project === null);
   const hasDefault = (await ctx.vims.getDefault(input.type ?? '')) !== undefined;
@@ -54,13 +47,14 @@ async function upsertVim(ctx: AppContext, input: VimInput): Promise<void> {
 
 /**
  * The simulated cloud's background work when `config.sim` is true (built by the composition root,
- * src/main/compose.ts): starts it, registers its VIMs, and records what runs as `simCloud` on the
- * services (readiness and tests read it).
+ * src/main/compose.ts): starts it and registers its VIMs. `info()` says what runs once it has
+ * started (the composition root shows it as `simCloud` on the services).
  */
-export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): PluginHooks | undefined {
+export function setupSimCloud(ctx: BaseServices): { hooks: PluginHooks; info: () => SimCloud | undefined } | undefined {
   if (!ctx.config.sim) return undefined;
   const closers: (() => Promise<void>)[] = [];
-  return {
+  let running: SimCloud | undefined;
+  const hooks: PluginHooks = {
     async start() {
       const log = ctx.log.child({ component: 'sim' });
       const stateDir = simStateDir(ctx.config.dataDir);
@@ -140,21 +134,24 @@ export function setupSimCloud(ctx: AppContext & { simCloud?: SimCloud }): Plugin
         }
       }
       const restored = os.restored || k8s.restored || notifier.restored;
-      ctx.simCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url, ...(stateDir ? { stateDir, restored } : {}) };
+      const info: SimCloud = { openstackUrl: os.url, kubernetesUrl: k8s.url, serverNotifierUrl: notifier.url, ...(stateDir ? { stateDir, restored } : {}) };
       if (ctx.config.lab.enabled) {
         try {
           const lab = await startLabFor(ctx.config, os, ctx.log.child({ component: 'lab' }));
           closers.push(() => lab.close());
-          ctx.simCloud.lab = lab.info;
+          info.lab = lab.info;
         } catch (e) {
           for (const c of closers.splice(0).reverse()) await c().catch(() => undefined);
           throw e;
         }
       }
+      running = info;
       log.info({ openstack: os.authUrl, kubernetes: k8s.url, serverNotifier: notifier.url, stateDir: stateDir ?? null, restored }, restored ? 'simulated cloud started (state restored)' : 'simulated cloud started');
     },
     async stop() {
+      running = undefined;
       for (const c of closers.reverse()) await c().catch(() => undefined);
     },
   };
+  return { hooks, info: () => running };
 }

@@ -135,3 +135,11 @@ describe('api.* configuration', () => {
     assert.throws(() => resolveConfig({ flags: { api: { busyRetryAfterSeconds: 0 } } }), (err: unknown) => err instanceof ConfigError && /api\.busyRetryAfterSeconds/.test(err.message));
   });
 });
+
+describe('module settings checked once, at start', () => {
+  it('refuses a VNFM whose cluster driver settings name an unknown knob or a wrong type', async () => {
+    await assert.rejects(testVnfm({ config: { mgmt: { kubeadm: { pollIntervalMsx: 1 } } } as never }), (err: unknown) => err instanceof ConfigError && /mgmt\.kubeadm\.pollIntervalMsx: unknown setting/.test(err.message));
+    await assert.rejects(testVnfm({ config: { mgmt: { kubespray: { playPollMs: 'fast' } } } as never }), (err: unknown) => err instanceof ConfigError && /mgmt\.kubespray\.playPollMs: must be a number/.test(err.message));
+    assert.throws(() => resolveConfig({ flags: { sync: { settleAttempts: 0 } } as never }), (err: unknown) => err instanceof ConfigError && /sync\.settleAttempts/.test(err.message));
+  });
+});

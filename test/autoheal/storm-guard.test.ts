@@ -53,9 +53,12 @@ describe('storm guard', () => {
 
   it('validates module options', () => {
     const cfg = resolveConfig({});
-    const withOpts = (o: Record<string, unknown>) => Object.assign(structuredClone(cfg), { autoheal: o });
-    assert.equal(resolveAutohealOptions(withOpts({ maxUnhealthy: '40%', sweepMs: 200 })).maxUnhealthy, '40%');
-    assert.throws(() => resolveAutohealOptions(withOpts({ maxUnhealthy: '40 percent' })), AutohealOptionsError);
-    assert.throws(() => resolveAutohealOptions(withOpts({ maxHealsPerVnfc: -2 })), /maxHealsPerVnfc/);
+    assert.equal(resolveAutohealOptions(cfg, { maxUnhealthy: '40%', sweepMs: 200 }).maxUnhealthy, '40%');
+    assert.throws(() => resolveAutohealOptions(cfg, { maxUnhealthy: '40 percent' }), AutohealOptionsError);
+    assert.throws(() => resolveAutohealOptions(cfg, { maxHealsPerVnfc: -2 }), /maxHealsPerVnfc/);
+    // The config's own section is checked once, when the config is resolved.
+    assert.throws(() => resolveConfig({ flags: { autoheal: { maxUnhealthy: 'lots' } } as never }), /autoheal\.maxUnhealthy/);
+    assert.throws(() => resolveConfig({ flags: { autoheal: { sweepMs: -1 } } as never }), /autoheal\.sweepMs/);
+    assert.equal(resolveConfig({ flags: { autoheal: { sweepMs: 1 } } as never }).autoheal.sweepMs, 10);
   });
 });

@@ -34,7 +34,7 @@ export interface KubeadmDriverDeps {
   kubeApi?: KubeApiFactory;
   /** Clock of every wait. @default real time */
   clock?: Clock;
-  /** Knob overrides (over the defaults and the VNFM config's `mgmt` section). */
+  /** Settings over the defaults (the engine passes the config's `mgmt.kubeadm` section, resolved once). */
   config?: Partial<KubeadmDriverConfig>;
 }
 
@@ -59,11 +59,14 @@ export class KubeadmMgmtDriver implements MgmtDriver {
   private readonly connect: SshConnect;
   private readonly kubeApi: KubeApiFactory;
   private readonly clock: Clock;
+  /** The driver's settings, checked once when the driver is built. */
+  private readonly settings: KubeadmDriverConfig;
 
   constructor(private readonly deps: KubeadmDriverDeps = {}) {
     this.connect = deps.connect ?? connectSsh;
     this.kubeApi = deps.kubeApi ?? kubeClientFactory();
     this.clock = deps.clock ?? realClock;
+    this.settings = driverConfig(undefined, deps.config);
   }
 
   /** Serves hooks whose artifact is `mgmt-drivers-kubernetes` or names this driver in `healvnfm_driver`. */
@@ -154,7 +157,7 @@ export class KubeadmMgmtDriver implements MgmtDriver {
       if (!removal) throw e;
       params = removalParams(ctx.instance.id, eff.param);
     }
-    const cfg = driverConfig(ctx.config, this.deps.config);
+    const cfg = this.settings;
     const rc = new RunContext(ctx, cfg, params, this.connect, this.kubeApi, this.clock);
     try {
       return await runKubeadmHook(rc, eff);

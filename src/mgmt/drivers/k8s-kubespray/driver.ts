@@ -29,6 +29,7 @@ export interface KubesprayDriverDeps {
   connect?: SshConnect;
   kubeApi?: KubeApiFactory;
   clock?: Clock;
+  /** Settings over the defaults (the engine passes the config's `mgmt.kubespray` section, resolved once). */
   config?: Partial<KubesprayDriverConfig>;
   /** Finds the instance using an inventory path (the engine reads the drivers' sealed states). */
   inventoryOwner?: InventoryOwner;
@@ -51,11 +52,14 @@ export class KubesprayMgmtDriver implements MgmtDriver {
   private readonly connect: SshConnect;
   private readonly kubeApi: KubeApiFactory;
   private readonly clock: Clock;
+  /** The driver's settings, checked once when the driver is built. */
+  private readonly settings: KubesprayDriverConfig;
 
   constructor(private readonly deps: KubesprayDriverDeps = {}) {
     this.connect = deps.connect ?? connectSsh;
     this.kubeApi = deps.kubeApi ?? kubeClientFactory();
     this.clock = deps.clock ?? realClock;
+    this.settings = kubesprayConfig(undefined, deps.config);
   }
 
   claims(a: HookArtifact): boolean {
@@ -171,7 +175,7 @@ export class KubesprayMgmtDriver implements MgmtDriver {
     if (!this.applies(ctx)) return undefined;
     const eff = this.effective(ctx);
     const params = parseKubesprayParams(eff.param, { instanceId: ctx.instance.id, packageFiles: ctx.vnfd?.files });
-    const cfg = kubesprayConfig(ctx.config, this.deps.config);
+    const cfg = this.settings;
     const rc = new SprayRun(ctx, cfg, params, this.connect, this.kubeApi, this.clock, this.deps.lbOwnerIsStale);
     try {
       return await runSprayHook(rc, eff);
