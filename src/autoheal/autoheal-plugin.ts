@@ -13,6 +13,7 @@ import { InstanceFactsCache } from './instance-facts.ts';
 import { IntakeQueue } from './intake-queue.ts';
 import { FaultLedger } from './ledger.ts';
 import { type AutohealOptions, resolveAutohealOptions } from './storm-guard.ts';
+import { type DetectedFault, type DetectedFaultResult, packDetectedFault } from './detected-faults.ts';
 
 /** What auto-heal serves (tests and other modules reach the batcher through it). */
 export interface AutohealHandle {
@@ -21,6 +22,8 @@ export interface AutohealHandle {
   /** The fault intake's group-commit queue. */
   intake: IntakeQueue;
   options: AutohealOptions;
+  /** Records a fault the VNFM detected itself (its health model) like a Server Notifier report. */
+  reportDetected(f: DetectedFault): Promise<DetectedFaultResult>;
 }
 
 /** What auto-heal is built over: the base services and the engine. */
@@ -42,7 +45,9 @@ export function createAutoheal(ctx: AutohealDeps, popts: AutohealPluginOptions =
   const options = resolveAutohealOptions(ctx.config, popts.settings);
   const ledger = new FaultLedger(ctx.store.db);
   const log = ctx.log.child({ component: 'autoheal' });
-  const intake = new IntakeQueue({ ledger, facts: new InstanceFactsCache(ctx.store.db), windowMs: () => ctx.config.faultNotification.windowMs, workerId: ctx.config.runner.workerId });
+  const facts = new InstanceFactsCache(ctx.store.db);
+  const windowMs = () => ctx.config.faultNotification.windowMs;
+  const intake = new IntakeQueue({ ledger, facts, windowMs, workerId: ctx.config.runner.workerId });
   const batcher = new HealBatcher({ ledger, lcm: engine.lcm, instances: ctx.instances, metrics: ctx.metrics, log, options, workerId: ctx.config.runner.workerId, intake, singleProcess: ctx.store.kind === 'pglite' });
   for (const r of ['held', 'dropped']) ctx.metrics.healBatches.inc({ result: r }, 0);
   if (!popts.noMgmtDriver) {
@@ -67,5 +72,6 @@ export function createAutoheal(ctx: AutohealDeps, popts: AutohealPluginOptions =
       await batcher.stop();
     },
   };
-  return { autoheal: { ledger, batcher, intake, options }, hooks };
+  const reportDetected = (f: DetectedFault) => packDetectedFault({ ledger, facts, batcher, windowMs, workerId: ctx.config.runner.workerId }, f);
+  return { autoheal: { ledger, batcher, intake, options, reportDetected }, hooks };
 }

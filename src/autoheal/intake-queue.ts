@@ -44,7 +44,7 @@ export interface IntakeQueueDeps {
   maxGroup?: number;
 }
 
-const DISABLED_REASON = 'auto-heal is disabled for the VNF instance (vnfConfigurableProperties.isAutohealEnabled is not true)';
+export const DISABLED_REASON = 'auto-heal is disabled for the VNF instance (vnfConfigurableProperties.isAutohealEnabled is not true)';
 
 /** Slot of the arrival rate measurement (the rate covers one slot, sliding). */
 const SLOT_MS = 500;
