@@ -1,0 +1,249 @@
+/**
+ * The OpenStack health watcher: polls Nova once per period per target (one target per VIM
+ * project, whatever the number of VNFs on it) and reports the servers the VNFM's instances own.
+ *
+ * Requests per period and target: one `GET /servers/detail?changes-since=<start of the last
+ * successful poll - skew margin>` (one more per page of 1000 changed servers, Nova's default
+ * `max_limit`), plus a Keystone authentication when the cached token is due (or a 401 refused it).
+ * The first poll of a target, the first after a failure, and a poll whose target gained resources
+ * since the last one list every server of the project instead (`GET /servers/detail`; a server of
+ * the target missing from it is reported `DELETED`). Nothing is asked per server or per VNF.
+ *
+ * Mapping of Nova's status: ACTIVE -> healthy; ERROR (detail: Nova's fault message), SHUTOFF,
+ * PAUSED, SUSPENDED, SHELVED(_OFFLOADED) -> faulty (the server does not run); DELETED,
+ * SOFT_DELETED or missing from a full listing -> faulty `DELETED`; UNKNOWN (Nova lost its compute
+ * host) -> unknown; every transitional status (BUILD, REBUILD, REBOOT, MIGRATING, RESIZE, ...) ->
+ * degraded with the status as reason. Keystone or Nova down, 5xx, timeouts, refused credentials:
+ * `unreachable` (never faulty), and the next successful poll is a full listing.
+ */
+import { fetchForVimTls } from '../../net/tls-fetch.ts';
+import type { HealthCondition, ResourceHealth } from '../../model/vnfc-health.ts';
+import type { HealthWatcherDeps, HealthWatchTarget, VimHealthWatcher } from '../vim-plugin.ts';
+import { KeystoneAuth, keystoneAuthOptionsOf, keystoneCredentialsOf, keystoneSessionKey } from './keystone-auth.ts';
+import { NovaClient, type NovaServer } from './nova-client.ts';
+
+/** Name of the VIM type in {@link HealthWatcherDeps.countRequest}. */
+const VIM_TYPE = 'openstack';
+
+/** Options of {@link createOpenStackHealthWatcher}. */
+export interface OpenStackHealthWatchOptions {
+  /**
+   * How far before the start of the last successful poll `changes-since` reaches: Nova's `updated`
+   * has whole seconds, and the VIM's clock may differ from ours. @default 5000
+   */
+  skewMarginMs?: number;
+  /** Timeout of one request. @default periodMs, between 2 s and 30 s */
+  requestTimeoutMs?: number;
+  /** Clock (ms since epoch). @default Date.now */
+  now?: () => number;
+}
+
+/** The OpenStack watcher; {@link pollNow} runs one poll of every target at once (tests, operators). */
+export interface OpenStackHealthWatcher extends VimHealthWatcher {
+  pollNow(): Promise<void>;
+}
+
+/** What the watcher keeps per target key. */
+interface TargetState {
+  /** Digest of the connection's credentials and TLS settings: another digest builds new clients. */
+  clientKey: string;
+  nova: NovaClient;
+  /** Start (our clock) of the last successful poll; undefined: the next poll is a full listing. */
+  since: number | undefined;
+  /** The target's resources at the last successful poll. */
+  known: ReadonlySet<string>;
+  /** What was last reported per resource (`condition/reason/detail`), to report only changes. */
+  reported: Map<string, string>;
+  /** The poll in flight, if any (a target is never polled twice at once). */
+  inflight: Promise<void> | undefined;
+}
+
+const FAULTY_STATUSES = new Set(['ERROR', 'SHUTOFF', 'PAUSED', 'SUSPENDED', 'SHELVED', 'SHELVED_OFFLOADED']);
+const DELETED_STATUSES = new Set(['DELETED', 'SOFT_DELETED']);
+
+/** The health of a server as Nova lists it (see the module comment). */
+export function serverHealth(s: NovaServer, observedAt: Date): ResourceHealth {
+  const status = (s.status ?? 'UNKNOWN').toUpperCase();
+  let condition: HealthCondition;
+  let reason = status;
+  if (status === 'ACTIVE') condition = 'healthy';
+  else if (DELETED_STATUSES.has(status)) {
+    condition = 'faulty';
+    reason = 'DELETED';
+  } else if (FAULTY_STATUSES.has(status)) condition = 'faulty';
+  else if (status === 'UNKNOWN') condition = 'unknown';
+  else condition = 'degraded';
+  const detail = status === 'ERROR' ? s.fault?.message : undefined;
+  return { resourceId: s.id, kind: 'server', condition, reason, ...(detail ? { detail } : {}), observedAt };
+}
+
+function deletedHealth(resourceId: string, observedAt: Date): ResourceHealth {
+  return { resourceId, kind: 'server', condition: 'faulty', reason: 'DELETED', detail: 'not listed by Nova', observedAt };
+}
+
+/** A short reason for `unreachable`, free of the connection's secrets. */
+function reasonOf(e: unknown, secrets: readonly string[]): string {
+  let text = e instanceof Error ? e.message : String(e);
+  for (const s of secrets) if (s.length >= 4) text = text.split(s).join('***');
+  return text.length > 300 ? `${text.slice(0, 297)}...` : text;
+}
+
+/** Builds the watcher (not started). */
+export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: OpenStackHealthWatchOptions = {}): OpenStackHealthWatcher {
+  const now = options.now ?? Date.now;
+  const skewMarginMs = options.skewMarginMs ?? 5000;
+  const timeoutMs = options.requestTimeoutMs ?? Math.min(30_000, Math.max(2000, deps.periodMs));
+  const states = new Map<string, TargetState>();
+  let stopper = new AbortController();
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  let ticking: Promise<void> | undefined;
+
+  /** Every request of a target: counted, through the VIM outbound rules, aborted on stop. */
+  function fetchFor(vim: HealthWatchTarget['vim']): typeof fetch {
+    const guarded = deps.vimOutbound.fetch(fetchForVimTls(vim.interfaceInfo));
+    const counted = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
+      deps.countRequest(VIM_TYPE);
+      const signal = init?.signal ? AbortSignal.any([init.signal, stopper.signal]) : stopper.signal;
+      return guarded(input, { ...(init ?? {}), signal });
+    };
+    return counted as typeof fetch;
+  }
+
+  function stateOf(t: HealthWatchTarget): TargetState {
+    const ii = t.vim.interfaceInfo ?? {};
+    const ai = t.vim.accessInfo ?? {};
+    const creds = keystoneCredentialsOf(t.vim);
+    const region = typeof ai.region === 'string' ? ai.region : typeof ii.region === 'string' ? ii.region : undefined;
+    const clientKey = keystoneSessionKey(creds, [region, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null]);
+    const prev = states.get(t.key);
+    if (prev !== undefined && prev.clientKey === clientKey) return prev;
+    const { authUrl, username, password } = creds;
+    if (!authUrl || !username || password === undefined || (!creds.projectName && !creds.projectId)) {
+      throw new Error('the OpenStack VIM connection lacks its Keystone URL, user, password or project');
+    }
+    const auth = new KeystoneAuth({
+      ...keystoneAuthOptionsOf({ ...creds, authUrl, username, password }),
+      ...(region ? { region } : {}),
+      // one try per period: the next period is the retry
+      http: { attempts: 1, timeoutMs, fetch: fetchFor(t.vim) },
+    });
+    const st: TargetState = { clientKey, nova: new NovaClient({ auth }), since: undefined, known: new Set(), reported: new Map(), inflight: undefined };
+    states.set(t.key, st);
+    return st;
+  }
+
+  /** Reports what changed since the last report (everything on a full listing). */
+  function emit(key: string, st: TargetState, seen: readonly ResourceHealth[], full: boolean): void {
+    const out: ResourceHealth[] = [];
+    for (const h of seen) {
+      const sig = `${h.condition}/${h.reason}/${h.detail ?? ''}`;
+      if (!full && st.reported.get(h.resourceId) === sig) continue;
+      st.reported.set(h.resourceId, sig);
+      out.push(h);
+    }
+    if (out.length > 0) deps.report(key, out);
+  }
+
+  async function poll(t: HealthWatchTarget, st: TargetState): Promise<void> {
+    const start = now();
+    const resources = t.resources;
+    const gained = [...resources].some((r) => !st.known.has(r));
+    const full = st.since === undefined || gained;
+    const filters: Record<string, string> = full ? {} : { 'changes-since': new Date((st.since as number) - skewMarginMs).toISOString() };
+    let servers: NovaServer[];
+    try {
+      servers = await st.nova.listServers({ detail: true, filters, signal: stopper.signal });
+    } catch (e) {
+      if (stopper.signal.aborted) return;
+      st.since = undefined;
+      const secrets = [t.vim.accessInfo?.password].filter((x): x is string => typeof x === 'string');
+      deps.unreachable(t.key, reasonOf(e, secrets));
+      return;
+    }
+    if (stopper.signal.aborted) return;
+    const observedAt = new Date(now());
+    const seen: ResourceHealth[] = [];
+    const listed = new Set<string>();
+    for (const s of servers) {
+      if (!resources.has(s.id)) continue;
+      listed.add(s.id);
+      seen.push(serverHealth(s, observedAt));
+    }
+    if (full) for (const r of resources) if (!listed.has(r)) seen.push(deletedHealth(r, observedAt));
+    for (const r of st.reported.keys()) if (!resources.has(r)) st.reported.delete(r);
+    st.since = start;
+    st.known = new Set(resources);
+    emit(t.key, st, seen, full);
+  }
+
+  async function tick(): Promise<void> {
+    let targets: HealthWatchTarget[];
+    try {
+      targets = await deps.targets();
+    } catch (e) {
+      deps.log.warn({ err: (e as Error).message }, 'openstack health watch: the targets could not be read');
+      return;
+    }
+    const keys = new Set(targets.map((t) => t.key));
+    for (const k of [...states.keys()]) if (!keys.has(k)) states.delete(k);
+    const polls: Promise<void>[] = [];
+    for (const t of targets) {
+      if (stopper.signal.aborted) break;
+      let st: TargetState;
+      try {
+        st = stateOf(t);
+      } catch (e) {
+        deps.unreachable(t.key, (e as Error).message);
+        continue;
+      }
+      if (st.inflight !== undefined) {
+        polls.push(st.inflight);
+        continue;
+      }
+      const p = poll(t, st).finally(() => {
+        st.inflight = undefined;
+      });
+      st.inflight = p;
+      polls.push(p);
+    }
+    await Promise.all(polls);
+  }
+
+  function runTick(): Promise<void> {
+    const p = tick().catch((e: unknown) => deps.log.error({ err: (e as Error).message }, 'openstack health watch: poll failed'));
+    const tracked = p.finally(() => {
+      if (ticking === tracked) ticking = undefined;
+    });
+    ticking = tracked;
+    return tracked;
+  }
+
+  return {
+    start() {
+      if (timer !== undefined) return;
+      if (stopped) stopper = new AbortController();
+      stopped = false;
+      const loop = (): void => {
+        timer = setTimeout(() => {
+          void runTick().finally(() => {
+            if (timer !== undefined && !stopped) loop();
+          });
+        }, deps.periodMs);
+        timer.unref?.();
+      };
+      void runTick();
+      loop();
+    },
+    async stop() {
+      stopped = true;
+      if (timer !== undefined) clearTimeout(timer);
+      timer = undefined;
+      stopper.abort();
+      const inflight = [ticking, ...[...states.values()].map((s) => s.inflight)].filter((p) => p !== undefined);
+      await Promise.allSettled(inflight);
+    },
+    // a stopped watcher polls no more (until started again)
+    pollNow: () => (stopped ? Promise.resolve() : runTick()),
+  };
+}

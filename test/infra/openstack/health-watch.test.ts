@@ -1,0 +1,207 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { pino } from 'pino';
+import { createOpenStackHealthWatcher, type OpenStackHealthWatcher } from '../../../src/infra/openstack/health-watch.ts';
+import { openstackVimPlugin } from '../../../src/infra/openstack/vim-plugin.ts';
+import type { HealthWatcherDeps, HealthWatchTarget } from '../../../src/infra/vim-plugin.ts';
+import type { ResourceHealth } from '../../../src/model/vnfc-health.ts';
+import { vimOutboundGuard } from '../../../src/net/outbound.ts';
+import { type OpenStackSim, startOpenStackSim } from '../../../src/sim/openstack/index.ts';
+import type { VimConnection } from '../../../src/vims/vim-registry.ts';
+
+/** The watcher against the simulated OpenStack over HTTP; polls are driven with pollNow(). */
+describe('OpenStack health watcher', () => {
+  let sim: OpenStackSim;
+  let vim: VimConnection;
+  let networkId: string;
+  let ipSeq = 10;
+  const reports: { key: string; obs: ResourceHealth[] }[] = [];
+  const unreachable: { key: string; reason: string }[] = [];
+  let requests = 0;
+  let onRequest: (() => void) | undefined;
+  let targets: HealthWatchTarget[] = [];
+
+  const deps = (): HealthWatcherDeps => ({
+    vimOutbound: vimOutboundGuard({ allow: [], deny: [], vimAllow: ['127.0.0.0/8'] }),
+    log: pino({ level: 'silent' }),
+    targets: async () => targets,
+    report: (key, obs) => reports.push({ key, obs: [...obs] }),
+    unreachable: (key, reason) => unreachable.push({ key, reason }),
+    periodMs: 1000,
+    countRequest: (vimType) => {
+      assert.equal(vimType, 'openstack');
+      requests += 1;
+      onRequest?.();
+    },
+  });
+  const admin = async (path: string, body: unknown = {}): Promise<void> => {
+    const r = await fetch(`${sim.url}/_sim/${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Sim-Admin-Secret': sim.adminSecret }, body: JSON.stringify(body) });
+    assert.equal(r.status, 200, await r.text());
+  };
+  const newServer = (name: string): string => sim.ensureServer({ name, networkId, fixedIp: `10.31.${Math.floor(ipSeq / 250)}.${(ipSeq++ % 250) + 2}` }).serverId;
+  const target = (ids: readonly string[]): HealthWatchTarget => ({ key: 'vim-1/project-1', vim, resources: new Set(ids) });
+  const byId = (x: readonly unknown[], y: readonly unknown[]): number => String(x[0]).localeCompare(String(y[0]));
+  /** One poll: what it reported (flattened, sorted by id) and the requests it sent. */
+  const poll = async (w: OpenStackHealthWatcher): Promise<{ seen: [string, string, string, string?][]; sent: number }> => {
+    reports.length = 0;
+    const before = requests;
+    await w.pollNow();
+    const seen = reports
+      .flatMap((r) => r.obs.map((o) => [o.resourceId, o.condition, o.reason, ...(o.detail === undefined ? [] : [o.detail])] as [string, string, string, string?]))
+      .sort((a, b) => a[0].localeCompare(b[0]));
+    return { seen, sent: requests - before };
+  };
+
+  before(async () => {
+    sim = await startOpenStackSim({ heatDelayMs: 0 });
+    networkId = sim.ensureNetwork({ name: 'watch-net', cidr: '10.31.0.0/16' }).networkId;
+    const c = sim.credentials;
+    vim = {
+      vimId: 'vim-1',
+      vimType: 'ETSINFV.OPENSTACK_KEYSTONE.V_3',
+      interfaceInfo: { endpoint: c.authUrl },
+      accessInfo: { username: c.username, password: c.password, project: c.project, userDomain: c.userDomain, projectDomain: c.projectDomain, region: c.region },
+    };
+  });
+  after(async () => {
+    await sim.close();
+  });
+  beforeEach(() => {
+    reports.length = 0;
+    unreachable.length = 0;
+    onRequest = undefined;
+  });
+
+  it('is the OpenStack plugin\'s watcher', () => {
+    const w = openstackVimPlugin.healthWatcher?.(deps());
+    assert.equal(typeof w?.start, 'function');
+    assert.equal(typeof w?.stop, 'function');
+  });
+
+  it('reports the target\'s servers, then faults, recoveries and deletions behind the VNFM\'s back', async () => {
+    const [a, b, c] = [newServer('w1-a'), newServer('w1-b'), newServer('w1-c')];
+    const other = newServer('w1-not-ours');
+    targets = [target([a, b, c])];
+    const w = createOpenStackHealthWatcher(deps());
+    const first = await poll(w);
+    assert.deepEqual(first.seen, [[a, 'healthy', 'ACTIVE'], [b, 'healthy', 'ACTIVE'], [c, 'healthy', 'ACTIVE']].sort(byId));
+    assert.ok(!first.seen.some((x) => x[0] === other));
+    assert.deepEqual(reports.map((r) => r.key), ['vim-1/project-1']);
+    // nothing changed: nothing reported
+    assert.deepEqual((await poll(w)).seen, []);
+
+    await admin(`servers/${a}/fail`, { message: 'Simulated disk failure' });
+    assert.deepEqual((await poll(w)).seen, [[a, 'faulty', 'ERROR', 'Simulated disk failure']]);
+    await admin(`servers/${a}/recover`);
+    assert.deepEqual((await poll(w)).seen, [[a, 'healthy', 'ACTIVE']]);
+    await admin(`servers/${b}/fail`, { status: 'SHUTOFF' });
+    assert.deepEqual((await poll(w)).seen, [[b, 'faulty', 'SHUTOFF']]);
+    await admin(`servers/${b}/fail`, { status: 'BUILD' });
+    assert.deepEqual((await poll(w)).seen, [[b, 'degraded', 'BUILD']]);
+
+    // deleted through Nova: listed DELETED by changes-since
+    const token = await login();
+    const del = await fetch(`${sim.url}/v2.1/servers/${c}`, { method: 'DELETE', headers: { 'X-Auth-Token': token } });
+    assert.equal(del.status, 204);
+    assert.deepEqual((await poll(w)).seen, [[c, 'faulty', 'DELETED']]);
+    assert.deepEqual(unreachable, []);
+    await w.stop();
+  });
+
+  it('reports a resource added to the target even when its server did not change', async () => {
+    const [a, b] = [newServer('w2-a'), newServer('w2-b')];
+    targets = [target([a])];
+    const w = createOpenStackHealthWatcher(deps());
+    assert.deepEqual((await poll(w)).seen, [[a, 'healthy', 'ACTIVE']]);
+    targets = [target([a, b])];
+    const next = await poll(w);
+    assert.ok(next.seen.some((x) => x[0] === b && x[1] === 'healthy'));
+    // a server of the target that its project does not have (deleted long ago): DELETED on the full listing
+    targets = [target([a, b, '00000000-0000-4000-8000-000000000000'])];
+    assert.ok((await poll(w)).seen.some((x) => x[0] === '00000000-0000-4000-8000-000000000000' && x[2] === 'DELETED'));
+    await w.stop();
+  });
+
+  it('Nova down: unreachable, never faulty; then every resource is reported again', async () => {
+    const [a, b] = [newServer('w3-a'), newServer('w3-b')];
+    targets = [target([a, b])];
+    const w = createOpenStackHealthWatcher(deps());
+    await poll(w);
+    await admin('api/break', { count: 1, status: 503, services: ['compute'] });
+    const down = await poll(w);
+    assert.deepEqual(down.seen, []);
+    assert.equal(unreachable.length, 1);
+    assert.equal(unreachable[0]?.key, 'vim-1/project-1');
+    assert.match(unreachable[0]?.reason ?? '', /503/);
+    assert.ok(!unreachable[0]?.reason.includes(sim.credentials.password));
+    // back: a full report, though nothing changed
+    assert.deepEqual((await poll(w)).seen, [[a, 'healthy', 'ACTIVE'], [b, 'healthy', 'ACTIVE']].sort(byId));
+    // Keystone down too (a fresh watcher has no token): unreachable
+    const fresh = createOpenStackHealthWatcher(deps());
+    await admin('api/break', { count: 1, status: 503, services: ['identity'] });
+    unreachable.length = 0;
+    assert.deepEqual((await poll(fresh)).seen, []);
+    assert.equal(unreachable.length, 1);
+    assert.equal((await poll(fresh)).seen.length, 2);
+    await Promise.all([w.stop(), fresh.stop()]);
+  });
+
+  it('sends one request per period whatever the number of servers', async () => {
+    const ids = [newServer('w4-0'), newServer('w4-1')];
+    targets = [target(ids)];
+    const w = createOpenStackHealthWatcher(deps());
+    const first = await poll(w);
+    assert.equal(first.sent, 2); // Keystone token + full listing
+    assert.equal((await poll(w)).sent, 1);
+    for (let i = 2; i < 30; i++) ids.push(newServer(`w4-${i}`));
+    targets = [target(ids)];
+    const grown = await poll(w);
+    assert.equal(grown.sent, 1); // full listing (the target gained servers), token cached
+    assert.equal(grown.seen.length, 30);
+    for (const id of ids.slice(0, 10)) await admin(`servers/${id}/fail`);
+    const faults = await poll(w);
+    assert.equal(faults.sent, 1);
+    assert.equal(faults.seen.filter((x) => x[2] === 'ERROR').length, 10);
+    assert.equal((await poll(w)).sent, 1);
+    await w.stop();
+  });
+
+  it('stop aborts the request in flight and polls no more', async () => {
+    const a = newServer('w5-a');
+    targets = [target([a])];
+    const w = createOpenStackHealthWatcher(deps());
+    await poll(w);
+    reports.length = 0;
+    await admin('api/latency', { ms: 2000 });
+    const sent = new Promise<void>((resolve) => {
+      onRequest = resolve;
+    });
+    const polling = w.pollNow();
+    await sent;
+    await w.stop();
+    await polling;
+    await admin('api/latency', { ms: 0 });
+    assert.deepEqual(reports, []);
+    assert.deepEqual(unreachable, []);
+    const after = requests;
+    await w.pollNow();
+    assert.equal(requests, after);
+  });
+
+  async function login(): Promise<string> {
+    const c = sim.credentials;
+    const r = await fetch(`${sim.authUrl}/auth/tokens`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        auth: {
+          identity: { methods: ['password'], password: { user: { name: c.username, domain: { name: c.userDomain }, password: c.password } } },
+          scope: { project: { name: c.project, domain: { name: c.projectDomain } } },
+        },
+      }),
+    });
+    assert.equal(r.status, 201);
+    await r.arrayBuffer();
+    return r.headers.get('x-subject-token') as string;
+  }
+});
