@@ -4,7 +4,9 @@
  *
  * Requests per period and target: one `GET /servers/detail?changes-since=<start of the last
  * successful poll - skew margin>` (one more per page of 1000 changed servers, Nova's default
- * `max_limit`), plus a Keystone authentication when the cached token is due (or a 401 refused it).
+ * `max_limit`), one Neutron `GET /v2.0/ports?device_owner=compute:nova&status=DOWN` (only the
+ * project's DOWN ports of servers; skipped when the catalog has no network service), plus a
+ * Keystone authentication when the cached token is due (or a 401 refused it): 2 requests.
  * The first poll of a target, the first after a failure, and a poll whose target gained resources
  * since the last one list every server of the project instead (`GET /servers/detail`; a server of
  * the target missing from it is reported `DELETED`). Nothing is asked per server or per VNF.
@@ -13,7 +15,8 @@
  * PAUSED, SUSPENDED, SHELVED(_OFFLOADED) -> faulty (the server does not run); DELETED,
  * SOFT_DELETED or missing from a full listing -> faulty `DELETED`; UNKNOWN (Nova lost its compute
  * host) -> unknown; every transitional status (BUILD, REBUILD, REBOOT, MIGRATING, RESIZE, ...) ->
- * degraded with the status as reason. Keystone or Nova down, 5xx, timeouts, refused credentials:
+ * degraded with the status as reason. An ACTIVE server with a DOWN port: degraded `PortDown`
+ * (detail: the ports). Keystone, Nova or Neutron down, 5xx, timeouts, refused credentials:
  * `unreachable` (never faulty), and the next successful poll is a full listing.
  */
 import { fetchForVimTls } from '../../net/tls-fetch.ts';
@@ -21,6 +24,7 @@ import type { HealthCondition, ResourceHealth } from '../../model/vnfc-health.ts
 import type { HealthWatcherDeps, HealthWatchTarget, VimHealthWatcher } from '../vim-plugin.ts';
 import { KeystoneAuth, keystoneAuthOptionsOf, keystoneCredentialsOf, keystoneSessionKey } from './keystone-auth.ts';
 import { NovaClient, type NovaServer } from './nova-client.ts';
+import { OpenStackError, OpenStackErrorKind, parseJsonAnswer } from './openstack-error.ts';
 
 /** Name of the VIM type in {@link HealthWatcherDeps.countRequest}. */
 const VIM_TYPE = 'openstack';
@@ -47,7 +51,12 @@ export interface OpenStackHealthWatcher extends VimHealthWatcher {
 interface TargetState {
   /** Digest of the connection's credentials and TLS settings: another digest builds new clients. */
   clientKey: string;
+  auth: KeystoneAuth;
   nova: NovaClient;
+  /** Set once the catalog proved to have no network service: ports are not read. */
+  noNeutron: boolean;
+  /** Health per resource by Nova alone (before the port check). */
+  novaHealth: Map<string, ResourceHealth>;
   /** Start (our clock) of the last successful poll; undefined: the next poll is a full listing. */
   since: number | undefined;
   /** The target's resources at the last successful poll. */
@@ -128,7 +137,7 @@ export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: O
       // one try per period: the next period is the retry
       http: { attempts: 1, timeoutMs, fetch: fetchFor(t.vim) },
     });
-    const st: TargetState = { clientKey, nova: new NovaClient({ auth }), since: undefined, known: new Set(), reported: new Map(), inflight: undefined };
+    const st: TargetState = { clientKey, auth, nova: new NovaClient({ auth }), noNeutron: false, novaHealth: new Map(), since: undefined, known: new Set(), reported: new Map(), inflight: undefined };
     states.set(t.key, st);
     return st;
   }
@@ -152,8 +161,10 @@ export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: O
     const full = st.since === undefined || gained;
     const filters: Record<string, string> = full ? {} : { 'changes-since': new Date((st.since as number) - skewMarginMs).toISOString() };
     let servers: NovaServer[];
+    let down: Map<string, string[]> | undefined;
     try {
       servers = await st.nova.listServers({ detail: true, filters, signal: stopper.signal });
+      down = await downPorts(st);
     } catch (e) {
       if (stopper.signal.aborted) return;
       st.since = undefined;
@@ -163,18 +174,48 @@ export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: O
     }
     if (stopper.signal.aborted) return;
     const observedAt = new Date(now());
-    const seen: ResourceHealth[] = [];
     const listed = new Set<string>();
     for (const s of servers) {
       if (!resources.has(s.id)) continue;
       listed.add(s.id);
-      seen.push(serverHealth(s, observedAt));
+      st.novaHealth.set(s.id, serverHealth(s, observedAt));
     }
-    if (full) for (const r of resources) if (!listed.has(r)) seen.push(deletedHealth(r, observedAt));
+    if (full) for (const r of resources) if (!listed.has(r)) st.novaHealth.set(r, deletedHealth(r, observedAt));
+    for (const r of st.novaHealth.keys()) if (!resources.has(r)) st.novaHealth.delete(r);
     for (const r of st.reported.keys()) if (!resources.has(r)) st.reported.delete(r);
     st.since = start;
     st.known = new Set(resources);
+    const seen: ResourceHealth[] = [];
+    for (const h of st.novaHealth.values()) {
+      const ports = down?.get(h.resourceId);
+      seen.push(h.condition === 'healthy' && ports !== undefined ? { ...h, condition: 'degraded', reason: 'PortDown', detail: `port ${ports.join(', ')} DOWN`, observedAt } : h);
+    }
     emit(t.key, st, seen, full);
+  }
+
+  /** Server id -> its DOWN ports (one listing of the project's), or undefined without Neutron. */
+  async function downPorts(st: TargetState): Promise<Map<string, string[]> | undefined> {
+    if (st.noNeutron) return undefined;
+    let base: string;
+    try {
+      base = (await st.auth.endpoint('network')).replace(/\/+$/, '');
+    } catch (e) {
+      if (!(e instanceof OpenStackError) || e.kind !== OpenStackErrorKind.catalog) throw e;
+      st.noNeutron = true;
+      return undefined;
+    }
+    const url = `${base}${/\/v2\.0$/.test(base) ? '' : '/v2.0'}/ports`;
+    const res = await st.auth.authedFetch({ service: 'network', url, query: { device_owner: 'compute:nova', status: 'DOWN', fields: ['id', 'device_id'] }, signal: stopper.signal });
+    if (res.status !== 200) {
+      throw OpenStackError.fromResponse({ service: res.service, method: res.method, url: res.url, status: res.status, bodyText: res.text, headers: res.headers, context: 'list DOWN ports' });
+    }
+    const out = new Map<string, string[]>();
+    const ports = (parseJsonAnswer(res) as { ports?: { id?: unknown; device_id?: unknown }[] }).ports ?? [];
+    for (const p of ports) {
+      if (typeof p.id !== 'string' || typeof p.device_id !== 'string' || p.device_id === '') continue;
+      out.set(p.device_id, [...(out.get(p.device_id) ?? []), p.id]);
+    }
+    return out;
   }
 
   async function tick(): Promise<void> {

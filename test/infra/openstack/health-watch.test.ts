@@ -38,7 +38,8 @@ describe('OpenStack health watcher', () => {
     const r = await fetch(`${sim.url}/_sim/${path}`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Sim-Admin-Secret': sim.adminSecret }, body: JSON.stringify(body) });
     assert.equal(r.status, 200, await r.text());
   };
-  const newServer = (name: string): string => sim.ensureServer({ name, networkId, fixedIp: `10.31.${Math.floor(ipSeq / 250)}.${(ipSeq++ % 250) + 2}` }).serverId;
+  const newPortServer = (name: string): { serverId: string; portId: string } => sim.ensureServer({ name, networkId, fixedIp: `10.31.${Math.floor(ipSeq / 250)}.${(ipSeq++ % 250) + 2}` });
+  const newServer = (name: string): string => newPortServer(name).serverId;
   const target = (ids: readonly string[]): HealthWatchTarget => ({ key: 'vim-1/project-1', vim, resources: new Set(ids) });
   const byId = (x: readonly unknown[], y: readonly unknown[]): number => String(x[0]).localeCompare(String(y[0]));
   /** One poll: what it reported (flattened, sorted by id) and the requests it sent. */
@@ -151,18 +152,41 @@ describe('OpenStack health watcher', () => {
     targets = [target(ids)];
     const w = createOpenStackHealthWatcher(deps());
     const first = await poll(w);
-    assert.equal(first.sent, 2); // Keystone token + full listing
-    assert.equal((await poll(w)).sent, 1);
+    assert.equal(first.sent, 3); // Keystone token + full listing + DOWN ports
+    assert.equal((await poll(w)).sent, 2);
     for (let i = 2; i < 30; i++) ids.push(newServer(`w4-${i}`));
     targets = [target(ids)];
     const grown = await poll(w);
-    assert.equal(grown.sent, 1); // full listing (the target gained servers), token cached
+    assert.equal(grown.sent, 2); // full listing (the target gained servers) + DOWN ports, token cached
     assert.equal(grown.seen.length, 30);
     for (const id of ids.slice(0, 10)) await admin(`servers/${id}/fail`);
     const faults = await poll(w);
-    assert.equal(faults.sent, 1);
+    assert.equal(faults.sent, 2);
     assert.equal(faults.seen.filter((x) => x[2] === 'ERROR').length, 10);
-    assert.equal((await poll(w)).sent, 1);
+    assert.equal((await poll(w)).sent, 2);
+    await w.stop();
+  });
+
+  it('a DOWN port of an ACTIVE server: degraded PortDown, until the port is up again', async () => {
+    const { serverId: a, portId } = newPortServer('w6-a');
+    const b = newServer('w6-b');
+    targets = [target([a, b])];
+    const w = createOpenStackHealthWatcher(deps());
+    await poll(w);
+    await admin(`ports/${portId}/down`);
+    assert.deepEqual((await poll(w)).seen, [[a, 'degraded', 'PortDown', `port ${portId} DOWN`]]);
+    // the server's own status wins over its port's
+    await admin(`servers/${a}/fail`, { message: 'boom' });
+    assert.deepEqual((await poll(w)).seen, [[a, 'faulty', 'ERROR', 'boom']]);
+    await admin(`servers/${a}/recover`);
+    assert.deepEqual((await poll(w)).seen, [[a, 'degraded', 'PortDown', `port ${portId} DOWN`]]);
+    await admin(`ports/${portId}/up`);
+    assert.deepEqual((await poll(w)).seen, [[a, 'healthy', 'ACTIVE']]);
+    // Neutron down: unreachable too
+    await admin('api/break', { count: 1, status: 500, services: ['network'] });
+    assert.deepEqual((await poll(w)).seen, []);
+    assert.equal(unreachable.length, 1);
+    assert.equal((await poll(w)).seen.length, 2);
     await w.stop();
   });
 
