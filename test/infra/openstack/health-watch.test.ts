@@ -190,6 +190,38 @@ describe('OpenStack health watcher', () => {
     await w.stop();
   });
 
+  it('start polls at once and then every period; stop ends it', async () => {
+    const a = newServer('w7-a');
+    targets = [target([a])];
+    let polled = 0;
+    let reported = false;
+    let pollAfterReport: () => void = () => undefined;
+    const periodic = new Promise<void>((resolve) => {
+      pollAfterReport = resolve;
+    });
+    const base = deps();
+    const w = createOpenStackHealthWatcher({
+      ...base,
+      periodMs: 20,
+      report: (key, obs) => {
+        base.report(key, obs);
+        reported = true;
+      },
+      targets: async () => {
+        polled += 1;
+        if (reported) pollAfterReport();
+        return targets;
+      },
+    });
+    w.start();
+    await periodic;
+    await w.stop();
+    assert.ok(reports.some((r) => r.obs.some((o) => o.resourceId === a && o.condition === 'healthy')));
+    const after = polled;
+    await w.pollNow();
+    assert.equal(polled, after);
+  });
+
   it('stop aborts the request in flight and polls no more', async () => {
     const a = newServer('w5-a');
     targets = [target([a])];
