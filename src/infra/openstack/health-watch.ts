@@ -188,7 +188,7 @@ export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: O
     const seen: ResourceHealth[] = [];
     for (const h of st.novaHealth.values()) {
       const ports = down?.get(h.resourceId);
-      seen.push(h.condition === 'healthy' && ports !== undefined ? { ...h, condition: 'degraded', reason: 'PortDown', detail: `port ${ports.join(', ')} DOWN`, observedAt } : h);
+      seen.push(h.condition === 'healthy' && ports !== undefined ? { ...h, condition: 'degraded', reason: 'PortDown', detail: `port ${ports.join(', ')} DOWN`, observedAt } : { ...h, observedAt });
     }
     emit(t.key, st, seen, full);
   }

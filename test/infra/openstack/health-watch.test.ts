@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { pino } from 'pino';
-import { createOpenStackHealthWatcher, type OpenStackHealthWatcher } from '../../../src/infra/openstack/health-watch.ts';
+import { createOpenStackHealthWatcher, type OpenStackHealthWatcher, serverHealth } from '../../../src/infra/openstack/health-watch.ts';
+import type { NovaServer } from '../../../src/infra/openstack/nova-client.ts';
 import { openstackVimPlugin } from '../../../src/infra/openstack/vim-plugin.ts';
 import type { HealthWatcherDeps, HealthWatchTarget } from '../../../src/infra/vim-plugin.ts';
 import type { ResourceHealth } from '../../../src/model/vnfc-health.ts';
@@ -71,6 +72,22 @@ describe('OpenStack health watcher', () => {
     reports.length = 0;
     unreachable.length = 0;
     onRequest = undefined;
+  });
+
+  it('maps every Nova status', () => {
+    const at = new Date();
+    const h = (status: string | undefined, fault?: string): [string, string, string | undefined] => {
+      const r = serverHealth({ id: 's', status, fault: fault === undefined ? undefined : { code: 500, message: fault } } as NovaServer, at);
+      return [r.condition, r.reason, r.detail];
+    };
+    assert.deepEqual(h('ACTIVE'), ['healthy', 'ACTIVE', undefined]);
+    assert.deepEqual(h('ERROR', 'No valid host'), ['faulty', 'ERROR', 'No valid host']);
+    for (const st of ['SHUTOFF', 'PAUSED', 'SUSPENDED', 'SHELVED', 'SHELVED_OFFLOADED']) assert.deepEqual(h(st), ['faulty', st, undefined]);
+    assert.deepEqual(h('DELETED'), ['faulty', 'DELETED', undefined]);
+    assert.deepEqual(h('SOFT_DELETED'), ['faulty', 'DELETED', undefined]);
+    assert.deepEqual(h('UNKNOWN'), ['unknown', 'UNKNOWN', undefined]);
+    assert.deepEqual(h(undefined), ['unknown', 'UNKNOWN', undefined]);
+    for (const st of ['BUILD', 'REBUILD', 'REBOOT', 'HARD_REBOOT', 'MIGRATING', 'RESIZE', 'VERIFY_RESIZE']) assert.deepEqual(h(st), ['degraded', st, undefined]);
   });
 
   it('is the OpenStack plugin\'s watcher', () => {
