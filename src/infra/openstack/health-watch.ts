@@ -97,35 +97,140 @@ function reasonOf(e: unknown, secrets: readonly string[]): string {
   return text.length > 300 ? `${text.slice(0, 297)}...` : text;
 }
 
-/** Builds the watcher (not started). */
-export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: OpenStackHealthWatchOptions = {}): OpenStackHealthWatcher {
-  const now = options.now ?? Date.now;
-  const skewMarginMs = options.skewMarginMs ?? 5000;
-  const timeoutMs = options.requestTimeoutMs ?? Math.min(30_000, Math.max(2000, deps.periodMs));
-  const states = new Map<string, TargetState>();
-  let stopper = new AbortController();
-  let stopped = false;
-  let timer: NodeJS.Timeout | undefined;
-  let ticking: Promise<void> | undefined;
+/** Server id -> its DOWN ports (one listing of the project's), or undefined without Neutron. */
+async function downPorts(st: TargetState, signal: AbortSignal): Promise<Map<string, string[]> | undefined> {
+  if (st.noNeutron) return undefined;
+  let base: string;
+  try {
+    base = (await st.auth.endpoint('network')).replace(/\/+$/, '');
+  } catch (e) {
+    if (!(e instanceof OpenStackError) || e.kind !== OpenStackErrorKind.catalog) throw e;
+    st.noNeutron = true;
+    return undefined;
+  }
+  const url = `${base}${/\/v2\.0$/.test(base) ? '' : '/v2.0'}/ports`;
+  const res = await st.auth.authedFetch({ service: 'network', url, query: { device_owner: 'compute:nova', status: 'DOWN', fields: ['id', 'device_id'] }, signal });
+  if (res.status !== 200) {
+    throw OpenStackError.fromResponse({ service: res.service, method: res.method, url: res.url, status: res.status, bodyText: res.text, headers: res.headers, context: 'list DOWN ports' });
+  }
+  const out = new Map<string, string[]>();
+  const ports = (parseJsonAnswer(res) as { ports?: { id?: unknown; device_id?: unknown }[] }).ports ?? [];
+  for (const p of ports) {
+    if (typeof p.id !== 'string' || typeof p.device_id !== 'string' || p.device_id === '') continue;
+    out.set(p.device_id, [...(out.get(p.device_id) ?? []), p.id]);
+  }
+  return out;
+}
+
+/** See the module comment. */
+class OpenStackWatch implements OpenStackHealthWatcher {
+  private readonly now: () => number;
+  private readonly skewMarginMs: number;
+  private readonly timeoutMs: number;
+  private readonly states = new Map<string, TargetState>();
+  private stopper = new AbortController();
+  private stopped = false;
+  private timer: NodeJS.Timeout | undefined;
+  private ticking: Promise<void> | undefined;
+
+  constructor(
+    private readonly deps: HealthWatcherDeps,
+    options: OpenStackHealthWatchOptions,
+  ) {
+    this.now = options.now ?? Date.now;
+    this.skewMarginMs = options.skewMarginMs ?? 5000;
+    this.timeoutMs = options.requestTimeoutMs ?? Math.min(30_000, Math.max(2000, deps.periodMs));
+  }
+
+  start(): void {
+    if (this.timer !== undefined) return;
+    if (this.stopped) this.stopper = new AbortController();
+    this.stopped = false;
+    const loop = (): void => {
+      this.timer = setTimeout(() => {
+        void this.runTick().finally(() => {
+          if (this.timer !== undefined && !this.stopped) loop();
+        });
+      }, this.deps.periodMs);
+      this.timer.unref?.();
+    };
+    void this.runTick();
+    loop();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    this.stopper.abort();
+    const inflight = [this.ticking, ...[...this.states.values()].map((s) => s.inflight)].filter((p) => p !== undefined);
+    await Promise.allSettled(inflight);
+  }
+
+  /** One poll of every target now; a stopped watcher polls no more (until started again). */
+  pollNow(): Promise<void> {
+    return this.stopped ? Promise.resolve() : this.runTick();
+  }
+
+  private runTick(): Promise<void> {
+    const p = this.tick().catch((e: unknown) => this.deps.log.error({ err: (e as Error).message }, 'openstack health watch: poll failed'));
+    const tracked = p.finally(() => {
+      if (this.ticking === tracked) this.ticking = undefined;
+    });
+    this.ticking = tracked;
+    return tracked;
+  }
+
+  private async tick(): Promise<void> {
+    let targets: HealthWatchTarget[];
+    try {
+      targets = await this.deps.targets();
+    } catch (e) {
+      this.deps.log.warn({ err: (e as Error).message }, 'openstack health watch: the targets could not be read');
+      return;
+    }
+    const keys = new Set(targets.map((t) => t.key));
+    for (const k of [...this.states.keys()]) if (!keys.has(k)) this.states.delete(k);
+    const polls: Promise<void>[] = [];
+    for (const t of targets) {
+      if (this.stopper.signal.aborted) break;
+      let st: TargetState;
+      try {
+        st = this.stateOf(t);
+      } catch (e) {
+        this.deps.unreachable(t.key, (e as Error).message);
+        continue;
+      }
+      if (st.inflight === undefined) {
+        const p = this.poll(t, st).finally(() => {
+          st.inflight = undefined;
+        });
+        st.inflight = p;
+      }
+      polls.push(st.inflight);
+    }
+    await Promise.all(polls);
+  }
 
   /** Every request of a target: counted, through the VIM outbound rules, aborted on stop. */
-  function fetchFor(vim: HealthWatchTarget['vim']): typeof fetch {
-    const guarded = deps.vimOutbound.fetch(fetchForVimTls(vim.interfaceInfo));
+  private fetchFor(vim: HealthWatchTarget['vim']): typeof fetch {
+    const guarded = this.deps.vimOutbound.fetch(fetchForVimTls(vim.interfaceInfo));
     const counted = (input: string | URL | Request, init?: RequestInit): Promise<Response> => {
-      deps.countRequest(VIM_TYPE);
-      const signal = init?.signal ? AbortSignal.any([init.signal, stopper.signal]) : stopper.signal;
-      return guarded(input, { ...(init ?? {}), signal });
+      this.deps.countRequest(VIM_TYPE);
+      const stop = this.stopper.signal;
+      return guarded(input, { ...(init ?? {}), signal: init?.signal ? AbortSignal.any([init.signal, stop]) : stop });
     };
     return counted as typeof fetch;
   }
 
-  function stateOf(t: HealthWatchTarget): TargetState {
+  /** The target's state; new clients (and a full listing) when its credentials or TLS settings changed. */
+  private stateOf(t: HealthWatchTarget): TargetState {
     const ii = t.vim.interfaceInfo ?? {};
     const ai = t.vim.accessInfo ?? {};
     const creds = keystoneCredentialsOf(t.vim);
     const region = typeof ai.region === 'string' ? ai.region : typeof ii.region === 'string' ? ii.region : undefined;
     const clientKey = keystoneSessionKey(creds, [region, ii.skipCertificateVerification ?? null, ii.ssl_ca_cert ?? ii.caCert ?? null]);
-    const prev = states.get(t.key);
+    const prev = this.states.get(t.key);
     if (prev !== undefined && prev.clientKey === clientKey) return prev;
     const { authUrl, username, password } = creds;
     if (!authUrl || !username || password === undefined || (!creds.projectName && !creds.projectId)) {
@@ -135,45 +240,33 @@ export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: O
       ...keystoneAuthOptionsOf({ ...creds, authUrl, username, password }),
       ...(region ? { region } : {}),
       // one try per period: the next period is the retry
-      http: { attempts: 1, timeoutMs, fetch: fetchFor(t.vim) },
+      http: { attempts: 1, timeoutMs: this.timeoutMs, fetch: this.fetchFor(t.vim) },
     });
     const st: TargetState = { clientKey, auth, nova: new NovaClient({ auth }), noNeutron: false, novaHealth: new Map(), since: undefined, known: new Set(), reported: new Map(), inflight: undefined };
-    states.set(t.key, st);
+    this.states.set(t.key, st);
     return st;
   }
 
-  /** Reports what changed since the last report (everything on a full listing). */
-  function emit(key: string, st: TargetState, seen: readonly ResourceHealth[], full: boolean): void {
-    const out: ResourceHealth[] = [];
-    for (const h of seen) {
-      const sig = `${h.condition}/${h.reason}/${h.detail ?? ''}`;
-      if (!full && st.reported.get(h.resourceId) === sig) continue;
-      st.reported.set(h.resourceId, sig);
-      out.push(h);
-    }
-    if (out.length > 0) deps.report(key, out);
-  }
-
-  async function poll(t: HealthWatchTarget, st: TargetState): Promise<void> {
-    const start = now();
+  private async poll(t: HealthWatchTarget, st: TargetState): Promise<void> {
+    const start = this.now();
     const resources = t.resources;
-    const gained = [...resources].some((r) => !st.known.has(r));
-    const full = st.since === undefined || gained;
-    const filters: Record<string, string> = full ? {} : { 'changes-since': new Date((st.since as number) - skewMarginMs).toISOString() };
+    const full = st.since === undefined || [...resources].some((r) => !st.known.has(r));
+    const filters: Record<string, string> = full ? {} : { 'changes-since': new Date((st.since as number) - this.skewMarginMs).toISOString() };
+    const signal = this.stopper.signal;
     let servers: NovaServer[];
     let down: Map<string, string[]> | undefined;
     try {
-      servers = await st.nova.listServers({ detail: true, filters, signal: stopper.signal });
-      down = await downPorts(st);
+      servers = await st.nova.listServers({ detail: true, filters, signal });
+      down = await downPorts(st, signal);
     } catch (e) {
-      if (stopper.signal.aborted) return;
+      if (signal.aborted) return;
       st.since = undefined;
       const secrets = [t.vim.accessInfo?.password].filter((x): x is string => typeof x === 'string');
-      deps.unreachable(t.key, reasonOf(e, secrets));
+      this.deps.unreachable(t.key, reasonOf(e, secrets));
       return;
     }
-    if (stopper.signal.aborted) return;
-    const observedAt = new Date(now());
+    if (signal.aborted) return;
+    const observedAt = new Date(this.now());
     const listed = new Set<string>();
     for (const s of servers) {
       if (!resources.has(s.id)) continue;
@@ -190,101 +283,23 @@ export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: O
       const ports = down?.get(h.resourceId);
       seen.push(h.condition === 'healthy' && ports !== undefined ? { ...h, condition: 'degraded', reason: 'PortDown', detail: `port ${ports.join(', ')} DOWN`, observedAt } : { ...h, observedAt });
     }
-    emit(t.key, st, seen, full);
+    this.emit(t.key, st, seen, full);
   }
 
-  /** Server id -> its DOWN ports (one listing of the project's), or undefined without Neutron. */
-  async function downPorts(st: TargetState): Promise<Map<string, string[]> | undefined> {
-    if (st.noNeutron) return undefined;
-    let base: string;
-    try {
-      base = (await st.auth.endpoint('network')).replace(/\/+$/, '');
-    } catch (e) {
-      if (!(e instanceof OpenStackError) || e.kind !== OpenStackErrorKind.catalog) throw e;
-      st.noNeutron = true;
-      return undefined;
+  /** Reports what changed since the last report (everything on a full listing). */
+  private emit(key: string, st: TargetState, seen: readonly ResourceHealth[], full: boolean): void {
+    const out: ResourceHealth[] = [];
+    for (const h of seen) {
+      const sig = `${h.condition}/${h.reason}/${h.detail ?? ''}`;
+      if (!full && st.reported.get(h.resourceId) === sig) continue;
+      st.reported.set(h.resourceId, sig);
+      out.push(h);
     }
-    const url = `${base}${/\/v2\.0$/.test(base) ? '' : '/v2.0'}/ports`;
-    const res = await st.auth.authedFetch({ service: 'network', url, query: { device_owner: 'compute:nova', status: 'DOWN', fields: ['id', 'device_id'] }, signal: stopper.signal });
-    if (res.status !== 200) {
-      throw OpenStackError.fromResponse({ service: res.service, method: res.method, url: res.url, status: res.status, bodyText: res.text, headers: res.headers, context: 'list DOWN ports' });
-    }
-    const out = new Map<string, string[]>();
-    const ports = (parseJsonAnswer(res) as { ports?: { id?: unknown; device_id?: unknown }[] }).ports ?? [];
-    for (const p of ports) {
-      if (typeof p.id !== 'string' || typeof p.device_id !== 'string' || p.device_id === '') continue;
-      out.set(p.device_id, [...(out.get(p.device_id) ?? []), p.id]);
-    }
-    return out;
+    if (out.length > 0) this.deps.report(key, out);
   }
+}
 
-  async function tick(): Promise<void> {
-    let targets: HealthWatchTarget[];
-    try {
-      targets = await deps.targets();
-    } catch (e) {
-      deps.log.warn({ err: (e as Error).message }, 'openstack health watch: the targets could not be read');
-      return;
-    }
-    const keys = new Set(targets.map((t) => t.key));
-    for (const k of [...states.keys()]) if (!keys.has(k)) states.delete(k);
-    const polls: Promise<void>[] = [];
-    for (const t of targets) {
-      if (stopper.signal.aborted) break;
-      let st: TargetState;
-      try {
-        st = stateOf(t);
-      } catch (e) {
-        deps.unreachable(t.key, (e as Error).message);
-        continue;
-      }
-      if (st.inflight !== undefined) {
-        polls.push(st.inflight);
-        continue;
-      }
-      const p = poll(t, st).finally(() => {
-        st.inflight = undefined;
-      });
-      st.inflight = p;
-      polls.push(p);
-    }
-    await Promise.all(polls);
-  }
-
-  function runTick(): Promise<void> {
-    const p = tick().catch((e: unknown) => deps.log.error({ err: (e as Error).message }, 'openstack health watch: poll failed'));
-    const tracked = p.finally(() => {
-      if (ticking === tracked) ticking = undefined;
-    });
-    ticking = tracked;
-    return tracked;
-  }
-
-  return {
-    start() {
-      if (timer !== undefined) return;
-      if (stopped) stopper = new AbortController();
-      stopped = false;
-      const loop = (): void => {
-        timer = setTimeout(() => {
-          void runTick().finally(() => {
-            if (timer !== undefined && !stopped) loop();
-          });
-        }, deps.periodMs);
-        timer.unref?.();
-      };
-      void runTick();
-      loop();
-    },
-    async stop() {
-      stopped = true;
-      if (timer !== undefined) clearTimeout(timer);
-      timer = undefined;
-      stopper.abort();
-      const inflight = [ticking, ...[...states.values()].map((s) => s.inflight)].filter((p) => p !== undefined);
-      await Promise.allSettled(inflight);
-    },
-    // a stopped watcher polls no more (until started again)
-    pollNow: () => (stopped ? Promise.resolve() : runTick()),
-  };
+/** Builds the watcher (not started). */
+export function createOpenStackHealthWatcher(deps: HealthWatcherDeps, options: OpenStackHealthWatchOptions = {}): OpenStackHealthWatcher {
+  return new OpenStackWatch(deps, options);
 }
