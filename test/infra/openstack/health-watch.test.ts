@@ -6,7 +6,7 @@ import type { NovaServer } from '../../../src/infra/openstack/nova-client.ts';
 import { openstackVimPlugin } from '../../../src/infra/openstack/vim-plugin.ts';
 import type { HealthWatcherDeps, HealthWatchTarget } from '../../../src/infra/vim-plugin.ts';
 import type { ResourceHealth } from '../../../src/model/vnfc-health.ts';
-import { vimOutboundGuard } from '../../../src/net/outbound.ts';
+import { type OutboundGuard, vimOutboundGuard } from '../../../src/net/outbound.ts';
 import { type OpenStackSim, startOpenStackSim } from '../../../src/sim/openstack/index.ts';
 import type { VimConnection } from '../../../src/vims/vim-registry.ts';
 
@@ -237,6 +237,33 @@ describe('OpenStack health watcher', () => {
     const after = polled;
     await w.pollNow();
     assert.equal(polled, after);
+  });
+
+  it('a revoked token: one re-authentication, no outage', async () => {
+    const a = newServer('w8-a');
+    targets = [target([a])];
+    const tokens: string[] = [];
+    const guard = vimOutboundGuard({ allow: [], deny: [], vimAllow: ['127.0.0.0/8'] });
+    const recording = {
+      fetch: (base?: typeof fetch): typeof fetch => {
+        const inner = guard.fetch(base);
+        return ((input: string | URL | Request, init?: RequestInit) => {
+          const t = new Headers(init?.headers).get('x-auth-token');
+          if (t) tokens.push(t);
+          return inner(input, init);
+        }) as typeof fetch;
+      },
+    } as unknown as OutboundGuard;
+    const w = createOpenStackHealthWatcher({ ...deps(), vimOutbound: recording });
+    await poll(w);
+    const token = tokens.at(-1) as string;
+    const revoked = await fetch(`${sim.authUrl}/auth/tokens`, { method: 'DELETE', headers: { 'X-Auth-Token': token, 'X-Subject-Token': token } });
+    assert.equal(revoked.status, 204);
+    const next = await poll(w);
+    assert.equal(next.sent, 4); // Nova 401, Keystone, Nova again, DOWN ports
+    assert.deepEqual(unreachable, []);
+    assert.notEqual(tokens.at(-1), token);
+    await w.stop();
   });
 
   it('stop aborts the request in flight and polls no more', async () => {
