@@ -11,6 +11,7 @@
  * - `heal.ts`         VNFC heal (marks + one update) and entire heal (stack re-created)
  * - `heal-plan.ts`    the pure heal planner: which resources to mark, in what order
  * - `observe.ts`      the observation (Heat listing, Nova facts, partial re-listing)
+ * - `health-watch.ts` the health watcher (Nova changes-since and DOWN ports per VIM project)
  * Clients and helpers: keystone-auth.ts, heat-client.ts, nova-client.ts, http-retry.ts,
  * openstack-error.ts, stack-watch.ts, heat-observer.ts, hot-params.ts.
  */
@@ -22,5 +23,6 @@ export { HeatClient, type HeatResource, type HeatStack, type HeatStackRef } from
 export { KeystoneAuth, type KeystoneAuthOptions } from './keystone-auth.ts';
 export { NovaClient, type NovaServer } from './nova-client.ts';
 export { OpenStackError, OpenStackErrorKind } from './openstack-error.ts';
+export { createOpenStackHealthWatcher, type OpenStackHealthWatcher, type OpenStackHealthWatchOptions } from './health-watch.ts';
 export { openstackVimPlugin } from './vim-plugin.ts';
 export { OPENSTACK_VIM_KIND, OPENSTACK_VIM_TYPE, OPENSTACK_VIM_TYPE_ALIASES } from './vim-type.ts';

@@ -36,6 +36,8 @@ export interface NovaServer {
   addresses: Record<string, unknown> | undefined;
   created: string | undefined;
   updated: string | undefined;
+  /** Nova's `fault` (shown for servers in ERROR), e.g. `{ code: 500, message: 'No valid host was found.' }`. */
+  fault: { code: number | undefined; message: string | undefined } | undefined;
   /** The server as Nova sent it. */
   raw: Record<string, unknown>;
 }
@@ -71,6 +73,7 @@ function str(v: unknown): string | undefined {
 function toServer(raw: Record<string, unknown>): NovaServer {
   const addresses = raw.addresses;
   const power = raw['OS-EXT-STS:power_state'];
+  const fault = raw.fault !== null && typeof raw.fault === 'object' ? (raw.fault as Record<string, unknown>) : undefined;
   return {
     id: str(raw.id) ?? '',
     name: str(raw.name) ?? '',
@@ -86,6 +89,7 @@ function toServer(raw: Record<string, unknown>): NovaServer {
     addresses: addresses !== null && typeof addresses === 'object' ? (addresses as Record<string, unknown>) : undefined,
     created: str(raw.created),
     updated: str(raw.updated),
+    fault: fault === undefined ? undefined : { code: typeof fault.code === 'number' ? fault.code : undefined, message: str(fault.message) },
     raw,
   };
 }

@@ -6,6 +6,7 @@ import { vnfmError } from '../../errors.ts';
 import { str } from '../../vims/vim-registry.ts';
 import type { VimPlugin } from '../vim-plugin.ts';
 import { createOpenStackDriver } from './driver.ts';
+import { createOpenStackHealthWatcher } from './health-watch.ts';
 import { OPENSTACK_VIM_KIND, OPENSTACK_VIM_TYPE, OPENSTACK_VIM_TYPE_ALIASES } from './vim-type.ts';
 
 export const openstackVimPlugin: VimPlugin = {
@@ -52,4 +53,6 @@ export const openstackVimPlugin: VimPlugin = {
   syncByDefault: false,
   deploysPackage: (vnfd, flavourId) => Boolean(vnfd.baseHotDirs[flavourId]),
   packageFallback: true,
+  // one Nova changes-since listing per VIM project and period (src/infra/openstack/health-watch.ts)
+  healthWatcher: (deps) => createOpenStackHealthWatcher(deps),
 };

@@ -9,6 +9,7 @@ import { header, SimHttpError, type SimRequest, type SimResponse } from './http-
 import { isoSeconds, uuid } from './ids.ts';
 import type { TokenInfo } from './keystone.ts';
 import type { NetworkService } from './network-service.ts';
+import { listServers } from './server-list.ts';
 import type { VolumeService } from './volume-service.ts';
 
 /** Server states the sim uses (a subset of Nova's). */
@@ -131,6 +132,8 @@ export interface ComputeSnapshot {
   groups: (Omit<SimServerGroup, 'members'> & { members: string[] })[];
   flavors: SimFlavor[];
   instanceCounter: number;
+  /** Deleted servers still listed by `changes-since` (absent in older saves). */
+  deleted?: SimServer[];
 }
 
 /** Thrown when Nova would refuse a request (no valid host, unknown flavor, ...). */
@@ -145,6 +148,9 @@ const BUILTIN_FLAVORS: readonly [string, number, number, number][] = [
   ['m1.large', 4, 8192, 80],
   ['m1.xlarge', 8, 16384, 160],
 ];
+
+/** Deleted servers kept for `changes-since` listings (Nova keeps them until archived). */
+const DELETED_KEPT = 1000;
 
 function itemNotFound(message: string): SimHttpError {
   return new SimHttpError(404, { itemNotFound: { code: 404, message } }, message);
@@ -166,6 +172,8 @@ function parseMicroversion(req: SimRequest): [number, number] {
 export class ComputeService {
   readonly hosts: SimHost[];
   readonly servers = new Map<string, SimServer>();
+  /** Deleted servers (status `DELETED`, oldest first), listed by `changes-since` as Nova's soft-deleted rows. */
+  readonly deleted = new Map<string, SimServer>();
   readonly groups = new Map<string, SimServerGroup>();
   readonly flavors = new Map<string, SimFlavor>();
   private instanceCounter = 0;
@@ -193,6 +201,7 @@ export class ComputeService {
       groups: [...this.groups.values()].map((g) => ({ ...g, members: [...g.members] })),
       flavors: [...this.flavors.values()],
       instanceCounter: this.instanceCounter,
+      deleted: [...this.deleted.values()],
     };
   }
 
@@ -206,6 +215,8 @@ export class ComputeService {
     this.flavors.clear();
     for (const f of s.flavors) this.flavors.set(f.id, f);
     this.instanceCounter = s.instanceCounter;
+    this.deleted.clear();
+    for (const srv of s.deleted ?? []) this.deleted.set(srv.id, srv);
   }
 
   /** Registers a listener for fault/recovery events. */
@@ -423,7 +434,10 @@ export class ComputeService {
     for (const vid of s.volumeIds) this.volumes.detach(vid, id);
     for (const g of this.groups.values()) g.members.delete(id);
     s.status = 'DELETED';
+    s.updatedAt = isoSeconds();
     this.servers.delete(id);
+    this.deleted.set(id, s);
+    if (this.deleted.size > DELETED_KEPT) this.deleted.delete(this.deleted.keys().next().value as string);
     if (before) this.emitLifecycle('server.deleted', 'delete', { ...before, status: 'DELETED' });
   }
 
@@ -561,7 +575,7 @@ export class ComputeService {
     // A flavor deleted after the server was built still shows, as in Nova (the server keeps a copy).
     const flavor = this.findFlavor(s.flavor) ?? { id: s.flavor, name: s.flavor, vcpus: 1, ram: 512, disk: 1, ephemeral: 0, swap: 0, isPublic: true, extraSpecs: {} };
     const newFlavor = microversion[0] > 2 || (microversion[0] === 2 && microversion[1] >= 47);
-    const vmState = s.status === 'ACTIVE' ? 'active' : s.status === 'SHUTOFF' ? 'stopped' : s.status === 'ERROR' ? 'error' : 'building';
+    const vmState = { ACTIVE: 'active', SHUTOFF: 'stopped', ERROR: 'error', DELETED: 'deleted' }[s.status as string] ?? 'building';
     const doc: Record<string, unknown> = {
       id: s.id,
       name: s.name,
@@ -594,7 +608,7 @@ export class ComputeService {
       config_drive: '',
       key_name: s.keyName,
       'OS-SRV-USG:launched_at': s.createdAt.replace('Z', '.000000'),
-      'OS-SRV-USG:terminated_at': null,
+      'OS-SRV-USG:terminated_at': s.status === 'DELETED' ? s.updatedAt.replace('Z', '.000000') : null,
       'OS-EXT-SRV-ATTR:host': s.host,
       'OS-EXT-SRV-ATTR:instance_name': s.instanceName,
       'OS-EXT-SRV-ATTR:hypervisor_hostname': s.host,
@@ -646,21 +660,7 @@ export class ComputeService {
         if (req.method !== 'GET') {
           throw new SimHttpError(405, { error: { code: 405, message: 'Servers are created through Heat in this simulated cloud.' } });
         }
-        const name = req.query.get('name');
-        const status = req.query.get('status');
-        const hostFilter = req.query.get('host') ?? req.query.get('node');
-        let list = [...this.servers.values()].filter(visible);
-        if (name) {
-          let re: RegExp | undefined;
-          try {
-            re = new RegExp(name);
-          } catch {
-            re = undefined;
-          }
-          list = list.filter((x) => (re ? re.test(x.name) : x.name === name));
-        }
-        if (status) list = list.filter((x) => x.status === status.toUpperCase());
-        if (hostFilter && isAdmin) list = list.filter((x) => x.host === hostFilter);
+        const list = listServers(this, req, visible, isAdmin);
         const detail = s[1] === 'detail';
         return {
           status: 200,

@@ -384,7 +384,7 @@ export class KeystoneService {
     return doc;
   }
 
-  /** The service catalog for a project: identity, orchestration, compute and the VNFM. */
+  /** The service catalog for a project: identity, orchestration, compute, network and the VNFM. */
   catalog(projectId: string): Record<string, unknown>[] {
     const base = this.env.baseUrl();
     const region = this.opts.region;
@@ -404,6 +404,7 @@ export class KeystoneService {
       service('identity', 'keystone', `${base}/v3`),
       service('orchestration', 'heat', `${base}/v1/${projectId}`),
       service('compute', 'nova', `${base}/v2.1`),
+      service('network', 'neutron', base),
     ];
     const vnfm = this.env.vnfmUrl();
     if (vnfm !== '') out.push(service('nfv-orchestration', 'tacker', vnfm));

@@ -1,6 +1,6 @@
 /**
  * In-memory Neutron model (networks, subnets, ports, floating IPs, routers) behind the simulated
- * Heat resources. It is not exposed as an HTTP API: it exists so servers get realistic addresses
+ * Heat resources. Only ports are readable over HTTP (network-api.ts): it exists so servers get realistic addresses
  * (one per port, from the subnet's pool) and the resource attributes a VNFM reads
  * (`fixed_ips`, `mac_address`, `addresses`) are consistent with each other.
  */
@@ -56,6 +56,8 @@ export interface SimPort {
   adminStateUp: boolean;
   vnicType: string;
   valueSpecs: Record<string, unknown>;
+  /** Link down (set through `/_sim/ports/{id}/down`): the port's status is `DOWN`. */
+  linkDown?: boolean;
 }
 
 /** A Neutron floating IP. */
@@ -544,7 +546,7 @@ export class NetworkService {
       allowed_address_pairs: p.allowedAddressPairs,
       security_groups: p.securityGroups,
       admin_state_up: p.adminStateUp,
-      status: p.deviceId ? 'ACTIVE' : 'DOWN',
+      status: p.deviceId && !p.linkDown ? 'ACTIVE' : 'DOWN',
       'binding:vnic_type': p.vnicType,
       ...p.valueSpecs,
     };

@@ -1,6 +1,6 @@
 /**
  * Starts the simulated OpenStack: Keystone v3 (`/v3`), Heat v1 (`/v1/{project_id}`), Nova
- * (`/v2.1`) and the `/_sim` control API on one HTTP port. It lets the VNFM's OpenStack driver,
+ * (`/v2.1`), Neutron's port listing (`/v2.0/ports`) and the `/_sim` control API on one HTTP port. It lets the VNFM's OpenStack driver,
  * its heal logic and the e2e tests run without a cloud while talking real OpenStack HTTP.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
@@ -11,6 +11,7 @@ import { HeatApi } from './heat/heat-api.ts';
 import { HeatEngine, type HeatJournalEntry, type HeatSnapshot, type HeldStackOperation, type InjectableOp } from './heat/heat-engine.ts';
 import { header, readJsonBody, SimHttpError, type SimRequest, type SimResponse, sendResponse, sleep, toSimRequest } from './http-kit.ts';
 import { type KeystoneSnapshot, KeystoneService } from './keystone.ts';
+import { handleNetworkApi } from './network-api.ts';
 import { type NetworkSnapshot, NetworkService } from './network-service.ts';
 import { type OpenStackSimOptions, resolveOpenStackSimOptions } from './options.ts';
 import { SimAdmin, type SimRuntime, type SimService } from './sim-admin.ts';
@@ -113,6 +114,7 @@ function serviceOf(req: SimRequest): SimService | undefined {
   if (first === 'v3') return 'identity';
   if (first === 'v1') return 'orchestration';
   if (first === 'v2.1' || first === 'v2') return 'compute';
+  if (first === 'v2.0') return 'network';
   return undefined;
 }
 
@@ -172,7 +174,7 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
   }
   for (const n of o.networks) network.ensureNetwork(n);
   const heatApi = new HeatApi(engine, base);
-  const admin = new SimAdmin(runtime, compute, engine, keystone, o.adminSecret, o.logger);
+  const admin = new SimAdmin(runtime, compute, engine, keystone, o.adminSecret, o.logger, network);
   if (o.faultWebhook) admin.addWebhook(o.faultWebhook, o.faultWebhookSecret);
 
   const route = async (req: SimRequest): Promise<SimResponse> => {
@@ -203,7 +205,7 @@ export async function startOpenStackSim(opts: OpenStackSimOptions = {}): Promise
         error: { code: 401, title: 'Unauthorized', message: 'The request you have made requires authentication.' },
       });
     }
-    const out = heatApi.handle(req, token) ?? compute.handle(req, token);
+    const out = heatApi.handle(req, token) ?? compute.handle(req, token) ?? handleNetworkApi(network, req, token);
     if (out) return out;
     throw new SimHttpError(404, { error: { code: 404, title: 'Not Found', message: 'The resource could not be found.' } });
   };

@@ -8,10 +8,11 @@ import type { HeatEngine, InjectableOp, StackHold } from './heat/heat-engine.ts'
 import { asObject, header, SimHttpError, type SimRequest, type SimResponse } from './http-kit.ts';
 import { isoSeconds, uuid } from './ids.ts';
 import type { KeystoneService } from './keystone.ts';
+import type { NetworkService } from './network-service.ts';
 import type { SimLogger } from './options.ts';
 
 /** Service names that injected outages can target. */
-export type SimService = 'identity' | 'orchestration' | 'compute';
+export type SimService = 'identity' | 'orchestration' | 'compute' | 'network';
 
 /** Run-time knobs shared by the router and the control API. */
 export interface SimRuntime {
@@ -76,6 +77,7 @@ export class SimAdmin {
     private readonly keystone: KeystoneService,
     private readonly adminSecret: string,
     private readonly logger: SimLogger,
+    private readonly network: NetworkService,
   ) {
     compute.onEvent((ev) => this.fanOut(ev));
   }
@@ -164,6 +166,13 @@ export class SimAdmin {
           : this.compute.recoverHost(id);
       if (!hit) throw notFound(`Host ${id} not found`);
       return { status: 200, body: { host: id, servers: hit.map((x) => ({ id: x.id, status: x.status })) } };
+    }
+    if (what === 'ports' && id && (action === 'down' || action === 'up') && req.method === 'POST') {
+      const port = this.network.ports.get(id);
+      if (!port) throw notFound(`Port ${id} not found`);
+      port.linkDown = action === 'down';
+      this.network.portChanged(id, 'update');
+      return { status: 200, body: { port: { id, status: this.network.portDoc(port).status, device_id: port.deviceId } } };
     }
     if (what === 'heat' && id === 'failures') {
       if (req.method === 'DELETE') {

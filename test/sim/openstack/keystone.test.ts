@@ -38,7 +38,7 @@ describe('OpenStack sim: Keystone v3', () => {
     assert.ok(t.roles.some((x: { name: string }) => x.name === 'admin'));
     assert.ok(Date.parse(t.expires_at) > Date.now() + 3600_000);
     const types = t.catalog.map((s: { type: string }) => s.type).sort();
-    assert.deepEqual(types, ['compute', 'identity', 'nfv-orchestration', 'orchestration']);
+    assert.deepEqual(types, ['compute', 'identity', 'network', 'nfv-orchestration', 'orchestration']);
     const url = (type: string): string =>
       t.catalog.find((s: { type: string }) => s.type === type).endpoints.find((e: { interface: string }) => e.interface === 'public').url;
     assert.equal(url('orchestration'), `${sim.url}/v1/${t.project.id}`);
