@@ -218,17 +218,30 @@ describe('Kubernetes health watcher (simulated cluster)', { timeout: 120_000 }, 
     assert.equal(rec.log.some((x) => x.kind === 'unreachable'), false, 'a 410 is not an outage');
   });
 
-  it('keeps its resourceVersion from bookmarks', async () => {
+  it('resumes from the resourceVersion of a bookmark: no 410, no re-list, after a compaction', async () => {
     await watcher.settled();
+    // the cluster's resourceVersion moves on where no stream looks; only a bookmark tells the streams
+    await post('/api/v1/namespaces/ns-c/configmaps', { metadata: { name: 'moved-on' }, data: {} }, 201);
     const r = await simFetch(sim, 'POST', '/_sim/watches/bookmark', {});
     assert.equal(r.status, 200, r.text);
     assert.equal(r.body.bookmarks, 3);
-    const back = rec.nextHealth(KEY, 'b-1', 'NotReady');
+    const from = rec.log.length;
+    // the streams end right after their bookmark; they resume from it, which the compaction still covers
+    await post('/_sim/watches/compact', { endWatches: true });
+    const a1 = rec.nextHealth(KEY, 'a-1', 'NotReady', from);
+    const b1 = rec.nextHealth(KEY, 'b-1', 'NotReady', from);
+    const w2 = rec.nextHealth(KEY, 'worker-2', 'NotReady', from);
+    await post('/_sim/pods/ns-a/a-1/unready');
     await post('/_sim/pods/ns-b/b-1/unready');
-    await back;
-    const ready = rec.nextHealth(KEY, 'b-1', 'Ready');
+    await post('/_sim/nodes/worker-2/fail', { evictAfterMs: 3_600_000 });
+    await Promise.all([a1, b1, w2]);
+    const since = rec.log.slice(from);
+    assert.equal(since.some((e) => e.kind === 'report' && e.obs.some((o) => o.resourceId === 'ghost')), false, 'no full report: no stream re-listed');
+    const back = [rec.nextHealth(KEY, 'a-1', 'Ready'), rec.nextHealth(KEY, 'b-1', 'Ready'), rec.nextHealth(KEY, 'worker-2', 'Ready')];
+    await post('/_sim/pods/ns-a/a-1/ready');
     await post('/_sim/pods/ns-b/b-1/ready');
-    await ready;
+    await post('/_sim/nodes/worker-2/recover');
+    await Promise.all(back);
   });
 
   it('an API outage makes the target unreachable (never faulty), then a full report follows', async () => {
