@@ -12,21 +12,29 @@
  * reports everything again. The targets are read again every `periodMs`: namespaces added or
  * removed start or stop their streams, a changed connection (token, CA) restarts them.
  *
- * Mapping: see {@link podHealth} and {@link nodeHealth}. The monitor applies grace times; this file
+ * Mapping: see health-status.ts ({@link podHealth}, {@link nodeHealth}). The monitor applies grace times; this file
  * reports what the API server says, as soon as it says it.
  */
 import type { ResourceHealth } from '../../model/vnfc-health.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { HealthWatcherDeps, HealthWatchTarget, VimHealthWatcher } from '../vim-plugin.ts';
+import { deletedHealth, nodeHealth, oneLine, podHealth, signature } from './health-status.ts';
 import { KubeClient, type KubeClientOptions, type KubeList, type KubeObject, type WatchEvent, type WatchHandle } from './kube-client.ts';
 import { KubeApiError } from './kube-error.ts';
-import { isTerminating } from './pods.ts';
+
+export { nodeHealth, podHealth } from './health-status.ts';
 
 /** The name the requests are counted under (`vnfm_health_watch_requests_total{vim_type}`). */
 const COUNTED_AS = 'kubernetes';
 
 /** Server-side timeout of a watch stream: streams are renewed (from their resourceVersion) periodically. */
 const WATCH_TIMEOUT_SECONDS = 300;
+
+/**
+ * A stream silent for longer than this (no event, no bookmark, not ended by the server at its
+ * timeout) is taken for a dead connection: it is dropped and resumed.
+ */
+const SILENT_STREAM_MS = (WATCH_TIMEOUT_SECONDS + 60) * 1000;
 
 /** A stream that ends sooner than this after it opened, without an event, counts as a failure (back-off). */
 const QUICK_END_MS = 1000;
@@ -53,101 +61,6 @@ export interface KubernetesHealthWatcher extends VimHealthWatcher {
   streams(): string[];
   /** Reads the targets now (as every `periodMs` does) and starts, updates or stops their watches. */
   refresh(): Promise<void>;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Mapping
-
-interface Cond {
-  type?: string;
-  status?: string;
-  reason?: string;
-  message?: string;
-}
-
-function conditionOf(obj: KubeObject, type: string): Cond | undefined {
-  const conds: unknown = obj.status?.conditions;
-  return Array.isArray(conds) ? (conds as Cond[]).find((c) => c !== null && typeof c === 'object' && c.type === type) : undefined;
-}
-
-function oneLine(parts: (string | undefined)[]): string | undefined {
-  const s = parts
-    .filter((p): p is string => typeof p === 'string' && p !== '')
-    .join(': ')
-    .replace(/\s+/g, ' ')
-    .trim();
-  if (s === '') return undefined;
-  return s.length > 200 ? `${s.slice(0, 200)}...` : s;
-}
-
-interface ContainerStatus {
-  name?: string;
-  restartCount?: number;
-  state?: { waiting?: { reason?: string; message?: string } };
-  lastState?: { terminated?: { reason?: string; exitCode?: number } };
-}
-
-function containerStatuses(pod: KubeObject): ContainerStatus[] {
-  const all = [pod.status?.initContainerStatuses, pod.status?.containerStatuses];
-  return all.flatMap((l) => (Array.isArray(l) ? (l as ContainerStatus[]).filter((c) => c !== null && typeof c === 'object') : []));
-}
-
-/**
- * A pod's health: Running and Ready -> healthy `Ready`; a container waiting in CrashLoopBackOff ->
- * faulty `CrashLoopBackOff`; Failed with reason Evicted -> faulty `Evicted` (any other Failed ->
- * faulty `Failed`, Succeeded -> faulty `Succeeded`); Running not Ready -> faulty `NotReady`;
- * Pending -> degraded `Pending`; being deleted -> degraded `Terminating`; phase Unknown (its node
- * is not heard from) -> unknown `Unknown`.
- */
-export function podHealth(pod: KubeObject, observedAt: Date): ResourceHealth {
-  const base = { resourceId: pod.metadata.name ?? '', kind: 'pod' as const, observedAt };
-  const phase: unknown = pod.status?.phase;
-  const message = typeof pod.status?.message === 'string' ? pod.status.message : undefined;
-  if (phase === 'Failed' && pod.status?.reason === 'Evicted') {
-    return { ...base, condition: 'faulty', reason: 'Evicted', ...opt(oneLine([message])) };
-  }
-  const looping = containerStatuses(pod).find((c) => c.state?.waiting?.reason === 'CrashLoopBackOff');
-  if (looping !== undefined && phase !== 'Failed' && phase !== 'Succeeded') {
-    const last = looping.lastState?.terminated;
-    const lastText = last === undefined ? undefined : `last exit ${last.reason ?? ''}${last.exitCode === undefined ? '' : ` (${last.exitCode})`}`.trim();
-    return { ...base, condition: 'faulty', reason: 'CrashLoopBackOff', ...opt(oneLine([`container ${looping.name ?? '?'}`, `${looping.restartCount ?? 0} restarts`, lastText])) };
-  }
-  if (phase === 'Failed' || phase === 'Succeeded') {
-    return { ...base, condition: 'faulty', reason: phase, ...opt(oneLine([typeof pod.status?.reason === 'string' ? pod.status.reason : undefined, message])) };
-  }
-  if (isTerminating(pod)) return { ...base, condition: 'degraded', reason: 'Terminating' };
-  if (phase === 'Running') {
-    const ready = conditionOf(pod, 'Ready');
-    if (ready?.status === 'True') return { ...base, condition: 'healthy', reason: 'Ready' };
-    return { ...base, condition: 'faulty', reason: 'NotReady', ...opt(oneLine([ready?.reason, ready?.message])) };
-  }
-  if (phase === 'Pending' || phase === undefined) {
-    const waiting = containerStatuses(pod).find((c) => c.state?.waiting?.reason !== undefined)?.state?.waiting;
-    const scheduled = conditionOf(pod, 'PodScheduled');
-    const why = scheduled?.status === 'False' ? oneLine([scheduled.reason, scheduled.message]) : oneLine([waiting?.reason, waiting?.message]);
-    return { ...base, condition: 'degraded', reason: 'Pending', ...opt(why) };
-  }
-  return { ...base, condition: 'unknown', reason: 'Unknown', ...opt(oneLine([message])) };
-}
-
-/** A node's health: its Ready condition True -> healthy `Ready`; False, Unknown or missing -> faulty `NotReady`. */
-export function nodeHealth(node: KubeObject, observedAt: Date): ResourceHealth {
-  const base = { resourceId: node.metadata.name ?? '', kind: 'node' as const, observedAt };
-  const ready = conditionOf(node, 'Ready');
-  if (ready?.status === 'True') return { ...base, condition: 'healthy', reason: 'Ready' };
-  return { ...base, condition: 'faulty', reason: 'NotReady', ...opt(oneLine([ready?.status === undefined ? 'no Ready condition' : `Ready ${ready.status}`, ready?.reason, ready?.message])) };
-}
-
-function deleted(resourceId: string, kind: 'pod' | 'node', observedAt: Date): ResourceHealth {
-  return { resourceId, kind, condition: 'faulty', reason: 'Deleted', observedAt };
-}
-
-function opt(detail: string | undefined): { detail?: string } {
-  return detail === undefined ? {} : { detail };
-}
-
-function signature(h: ResourceHealth): string {
-  return `${h.condition}|${h.reason}|${h.detail ?? ''}`;
 }
 
 /** Why a request failed, for the monitor and the log (no credentials: method, path and the server's answer). */
@@ -190,6 +103,7 @@ class Stream {
   private rv: string | undefined;
   private handle: WatchHandle | undefined;
   private timer: NodeJS.Timeout | undefined;
+  private silence: NodeJS.Timeout | undefined;
   private failures = 0;
   /** Identifies the current watch: callbacks of an older one are ignored. */
   private generation = 0;
@@ -224,8 +138,25 @@ class Stream {
     this.generation++;
     if (this.timer !== undefined) clearTimeout(this.timer);
     this.timer = undefined;
+    if (this.silence !== undefined) clearTimeout(this.silence);
+    this.silence = undefined;
     this.handle?.stop();
     this.handle = undefined;
+  }
+
+  /** (Re)starts the wait for the next sign of life of the current watch. */
+  private armSilence(): void {
+    if (this.silence !== undefined) clearTimeout(this.silence);
+    const gen = this.generation;
+    this.silence = setTimeout(() => {
+      this.silence = undefined;
+      if (gen !== this.generation || this.handle === undefined) return;
+      this.generation++;
+      this.handle.stop();
+      this.handle = undefined;
+      void this.openWatch();
+    }, SILENT_STREAM_MS);
+    this.silence.unref?.();
   }
 
   private setState(s: StreamState): void {
@@ -283,6 +214,7 @@ class Stream {
       return;
     }
     this.handle = handle;
+    this.armSilence();
     this.setState('watching');
   }
 
@@ -290,7 +222,10 @@ class Stream {
     const obj = ev.object;
     const rv = obj?.metadata?.resourceVersion;
     const name = obj?.metadata?.name ?? '';
-    if (ev.type !== 'ERROR') this.gone = false;
+    if (ev.type !== 'ERROR') {
+      this.gone = false;
+      if (this.handle !== undefined) this.armSilence();
+    }
     switch (ev.type) {
       case 'ADDED':
       case 'MODIFIED':
@@ -494,10 +429,10 @@ class TargetWatch implements StreamOwner {
       }
     }
     if (podStreams.length > 0 && podStreams.every((s) => s.healthy)) {
-      for (const r of this.resources) if (!seen.has(`pod/${r}`)) out.push(deleted(r, 'pod', now));
+      for (const r of this.resources) if (!seen.has(`pod/${r}`)) out.push(deletedHealth(r, 'pod', now));
     }
     if (this.streamsById.get('nodes')?.healthy === true) {
-      for (const n of this.nodes) if (!seen.has(`node/${n}`)) out.push(deleted(n, 'node', now));
+      for (const n of this.nodes) if (!seen.has(`node/${n}`)) out.push(deletedHealth(n, 'node', now));
     }
     return out;
   }
@@ -511,7 +446,7 @@ class TargetWatch implements StreamOwner {
     const now = new Date();
     for (const name of before) {
       if (s.items.has(name) || !this.tracked(kind, name) || obs.some((o) => o.kind === kind && o.resourceId === name)) continue;
-      obs.push(deleted(name, kind, now));
+      obs.push(deletedHealth(name, kind, now));
     }
     this.w.deps.log.debug({ target: this.key, stream: s.label, reported: obs.length }, 'kubernetes health watch: listed');
     this.emit(obs);
@@ -522,7 +457,7 @@ class TargetWatch implements StreamOwner {
     const kind = s.kind === 'pods' ? 'pod' : 'node';
     if (!this.tracked(kind, name)) return;
     const now = new Date();
-    const h = obj === undefined ? deleted(name, kind, now) : kind === 'pod' ? podHealth(obj, now) : nodeHealth(obj, now);
+    const h = obj === undefined ? deletedHealth(name, kind, now) : kind === 'pod' ? podHealth(obj, now) : nodeHealth(obj, now);
     if (this.last.get(`${kind}/${name}`) === signature(h)) return;
     this.emit([h]);
   }
@@ -532,12 +467,22 @@ class TargetWatch implements StreamOwner {
     if (this.unreachable) return;
     this.unreachable = true;
     this.w.deps.log.warn({ target: this.key, reason }, 'kubernetes health watch: the cluster cannot be read; its resources are unknown until it can');
-    this.w.deps.unreachable(this.key, reason);
+    try {
+      this.w.deps.unreachable(this.key, reason);
+    } catch (e) {
+      this.w.deps.log.error({ target: this.key, err: e instanceof Error ? e.message : String(e) }, 'kubernetes health watch: the monitor refused an unreachable notice');
+    }
   }
 
   private emit(obs: ResourceHealth[]): void {
+    if (obs.length === 0) return;
     for (const h of obs) this.last.set(`${h.kind}/${h.resourceId}`, signature(h));
-    this.w.deps.report(this.key, obs);
+    try {
+      this.w.deps.report(this.key, obs);
+    } catch (e) {
+      // the watch goes on; the monitor gets everything again at the next list
+      this.w.deps.log.error({ target: this.key, err: e instanceof Error ? e.message : String(e) }, 'kubernetes health watch: the monitor refused a report');
+    }
   }
 
   stateChanged(): void {
