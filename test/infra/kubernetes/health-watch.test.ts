@@ -182,18 +182,20 @@ describe('Kubernetes health watcher (simulated cluster)', { timeout: 120_000 }, 
   });
 
   it('watches the target nodes: NotReady when the node fails, Ready when it recovers', async () => {
-    const first = rec.nextHealth(KEY, 'worker-2', 'Ready');
-    targets = [target({ nodes: new Set(['worker-2']) })];
+    // a node of its own, without pods: its failure changes no pod
+    await post('/_sim/nodes', { name: 'edge-1' });
+    const first = rec.nextHealth(KEY, 'edge-1', 'Ready');
+    targets = [target({ nodes: new Set(['edge-1']) })];
     await watcher.refresh();
     const h = await first;
     assert.equal(h.kind, 'node');
     await watcher.settled();
     assert.equal(watcher.streams().length, 3);
-    const down = rec.nextHealth(KEY, 'worker-2', 'NotReady');
-    await post('/_sim/nodes/worker-2/fail', { evictAfterMs: 3_600_000 });
+    const down = rec.nextHealth(KEY, 'edge-1', 'NotReady');
+    await post('/_sim/nodes/edge-1/fail', { evictAfterMs: 3_600_000 });
     assert.equal((await down).condition, 'faulty');
-    const up = rec.nextHealth(KEY, 'worker-2', 'Ready');
-    await post('/_sim/nodes/worker-2/recover');
+    const up = rec.nextHealth(KEY, 'edge-1', 'Ready');
+    await post('/_sim/nodes/edge-1/recover');
     assert.equal((await up).condition, 'healthy');
   });
 
@@ -208,7 +210,7 @@ describe('Kubernetes health watcher (simulated cluster)', { timeout: 120_000 }, 
     await post('/_sim/watches/compact', { endWatches: true });
     const e = (await full) as Extract<Entry, { kind: 'report' }>;
     const ids = new Set(e.obs.map((o) => o.resourceId));
-    for (const id of ['a-1', 'a-2', 'a-3', 'b-1', 'ghost', 'worker-2']) assert.ok(ids.has(id), `${id} in the full report`);
+    for (const id of ['a-1', 'a-2', 'a-3', 'b-1', 'ghost', 'edge-1']) assert.ok(ids.has(id), `${id} in the full report`);
     assert.equal(e.obs.find((o) => o.resourceId === 'a-3')?.reason, 'Deleted');
     assert.ok(rec.requests > lists, 're-listed');
     assert.equal((await simFetch(sim, 'DELETE', '/_sim/watches/hold')).status, 200);
@@ -230,17 +232,17 @@ describe('Kubernetes health watcher (simulated cluster)', { timeout: 120_000 }, 
     await post('/_sim/watches/compact', { endWatches: true });
     const a1 = rec.nextHealth(KEY, 'a-1', 'NotReady', from);
     const b1 = rec.nextHealth(KEY, 'b-1', 'NotReady', from);
-    const w2 = rec.nextHealth(KEY, 'worker-2', 'NotReady', from);
+    const w2 = rec.nextHealth(KEY, 'edge-1', 'NotReady', from);
     await post('/_sim/pods/ns-a/a-1/unready');
     await post('/_sim/pods/ns-b/b-1/unready');
-    await post('/_sim/nodes/worker-2/fail', { evictAfterMs: 3_600_000 });
+    await post('/_sim/nodes/edge-1/fail', { evictAfterMs: 3_600_000 });
     await Promise.all([a1, b1, w2]);
     const since = rec.log.slice(from);
     assert.equal(since.some((e) => e.kind === 'report' && e.obs.some((o) => o.resourceId === 'ghost')), false, 'no full report: no stream re-listed');
-    const back = [rec.nextHealth(KEY, 'a-1', 'Ready'), rec.nextHealth(KEY, 'b-1', 'Ready'), rec.nextHealth(KEY, 'worker-2', 'Ready')];
+    const back = [rec.nextHealth(KEY, 'a-1', 'Ready'), rec.nextHealth(KEY, 'b-1', 'Ready'), rec.nextHealth(KEY, 'edge-1', 'Ready')];
     await post('/_sim/pods/ns-a/a-1/ready');
     await post('/_sim/pods/ns-b/b-1/ready');
-    await post('/_sim/nodes/worker-2/recover');
+    await post('/_sim/nodes/edge-1/recover');
     await Promise.all(back);
   });
 
@@ -253,7 +255,7 @@ describe('Kubernetes health watcher (simulated cluster)', { timeout: 120_000 }, 
     assert.match(u.reason, /503/);
     assert.doesNotMatch(u.reason, new RegExp(sim.token));
     const upFrom = rec.log.length;
-    const full = rec.next((e) => e.kind === 'report' && e.key === KEY && ['a-1', 'a-2', 'b-1', 'worker-2'].every((id) => e.obs.some((o) => o.resourceId === id)), upFrom);
+    const full = rec.next((e) => e.kind === 'report' && e.key === KEY && ['a-1', 'a-2', 'b-1', 'edge-1'].every((id) => e.obs.some((o) => o.resourceId === id)), upFrom);
     const r = await simFetch(sim, 'DELETE', '/_sim/api/break');
     assert.equal(r.status, 200, r.text);
     const e = (await full) as Extract<Entry, { kind: 'report' }>;
