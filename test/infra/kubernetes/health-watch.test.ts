@@ -277,6 +277,11 @@ describe('Kubernetes health watcher (simulated cluster)', { timeout: 120_000 }, 
     await c1;
     assert.deepEqual(watcher.streams().sort(), ['bad pods ns-a', `${KEY} pods ns-a`, `${KEY} pods ns-c`]);
     assert.equal(rec.log.some((e) => e.kind === 'report' && e.key === 'bad'), false);
+    // a pod that becomes a target in a namespace already watched is reported from what the stream holds
+    const other = rec.nextHealth(KEY, 'other', 'NotReady');
+    targets = [target({ namespaces: ['ns-a', 'ns-c'], resources: new Set(['a-1', 'c-1', 'other']) }), targets[1] as HealthWatchTarget];
+    await watcher.refresh();
+    await other;
     targets = [target({ namespaces: ['ns-c'], resources: new Set(['c-1']) })];
     await watcher.refresh();
     await watcher.settled();
