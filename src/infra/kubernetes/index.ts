@@ -12,6 +12,8 @@
  * - `heal-plan.ts`    the pure heal planner: which pod each target is, what to do with it
  * - `observe.ts`      the observation (pods, claims, services)
  * Clients and helpers: kube-client.ts, kube-error.ts, manifests.ts, pods.ts, readiness.ts.
+ * - `health-watch.ts` the health watcher of the plugin (pods and nodes watched per cluster connection),
+ *   `health-status.ts` its mapping of a pod or node status to a VNFC health
  */
 export { createKubernetesDriver, KubernetesDriver } from './driver.ts';
 export { type KubernetesDriverOptions } from './session.ts';

@@ -78,6 +78,8 @@ export interface KubeClientOptions {
    * checked addresses (pinned). @default none
    */
   outbound?: OutboundGuard;
+  /** Told of every HTTP request sent (each try of a call, discovery included; a watch stream once), for metrics. */
+  onRequest?: () => void;
 }
 
 /** Options of {@link KubeClient.delete}. */
@@ -242,6 +244,7 @@ export class KubeClient {
   private readonly random: () => number;
   private readonly onRetry: KubeClientOptions['onRetry'];
   private readonly outbound: OutboundGuard | undefined;
+  private readonly onRequest: (() => void) | undefined;
   /** API server URL (no credentials), for messages. */
   readonly server: string;
   /** Cancels every call and wait made through this view (see {@link withSignal}). */
@@ -262,6 +265,7 @@ export class KubeClient {
     this.onRetry = options.onRetry;
     this.timeoutMs = options.requestTimeoutMs ?? 30_000;
     this.outbound = options.outbound;
+    this.onRequest = options.onRequest;
   }
 
   /**
@@ -296,12 +300,14 @@ export class KubeClient {
         k.createAgent = (c, o) => createAgent(c, { ...o, lookup });
       }
       const timeoutMs = this.timeoutMs;
+      const onRequest = this.onRequest;
       const config = lib.createConfiguration({
         baseServer: new lib.ServerConfiguration(cluster.server, {}),
         authMethods: { default: kc },
         promiseMiddleware: [
           {
             pre: async (ctx) => {
+              onRequest?.();
               const op = callSignal.getStore();
               ctx.setSignal(op === undefined ? AbortSignal.timeout(timeoutMs) : AbortSignal.any([AbortSignal.timeout(timeoutMs), op]));
               return ctx;
@@ -548,6 +554,7 @@ export class KubeClient {
     if (signal?.aborted) throw this.cancelled(`watch ${kind}`, signal.reason);
     const { watcher } = await this.parts();
     await this.precheck(`watch ${kind}`);
+    this.onRequest?.();
     const controller = await watcher.watch(
       path,
       params,

@@ -7,6 +7,7 @@ import { vnfmError } from '../../errors.ts';
 import { str } from '../../vims/vim-registry.ts';
 import type { VimPlugin } from '../vim-plugin.ts';
 import { createKubernetesDriver } from './driver.ts';
+import { createKubernetesHealthWatcher } from './health-watch.ts';
 import { KUBERNETES_VIM_KIND, KUBERNETES_VIM_TYPE } from './vim-type.ts';
 
 export const kubernetesVimPlugin: VimPlugin = {
@@ -34,6 +35,8 @@ export const kubernetesVimPlugin: VimPlugin = {
   },
   // API server endpoints are checked against the outbound rules of VIMs before every request
   createDriver: (deps) => createKubernetesDriver({ client: { outbound: deps.vimOutbound } }),
+  // pods (and the nodes of cluster VNFs) watched per cluster connection, every request through the same rules
+  healthWatcher: (deps) => createKubernetesHealthWatcher(deps),
   syncByDefault: true,
   deploysPackage: (vnfd) => vnfd.kubernetesFiles.length > 0,
 };

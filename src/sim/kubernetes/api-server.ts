@@ -20,6 +20,7 @@ import { exactName, type FieldRequirement, type LabelSelectorReq, matchFields, m
 import type { DeleteJournal } from './journal.ts';
 import { type IncludeObject, toTable } from './table.ts';
 import type { KubeObject, Loose, WatchEventType } from './types.ts';
+import { WatchStreams } from './watch-streams.ts';
 
 /** Handler of the `/_sim` control endpoints (provided by the simulator wiring). */
 export type SimControlHandler = (method: string, path: string, query: URLSearchParams, body: Loose) => { code: number; body: Loose };
@@ -121,7 +122,8 @@ function partial(o: KubeObject): Loose {
 
 /** The request handler of the simulated API server. */
 export class ApiServer {
-  private readonly watches = new Set<ServerResponse>();
+  /** The open watch streams (the `/_sim` control API ends, holds and bookmarks them). */
+  readonly watches = new WatchStreams();
   private readonly tokenBuf: Buffer;
 
   constructor(private readonly d: ApiServerDeps) {
@@ -130,13 +132,12 @@ export class ApiServer {
 
   /** Number of open watch streams. */
   watchCount(): number {
-    return this.watches.size;
+    return this.watches.count();
   }
 
   /** Ends every open watch stream (server shutdown, simulated outage). */
   endWatches(): void {
-    for (const w of this.watches) w.end();
-    this.watches.clear();
+    this.watches.endAll();
   }
 
   /** Whether the request carries the admin token (or, unless `adminOnly`, a service-account token). */
@@ -602,7 +603,8 @@ export class ApiServer {
     }
     res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
     res.flushHeaders();
-    this.watches.add(res);
+    const bookmark = () => encode('BOOKMARK', { kind: def.kind, apiVersion: def.apiVersion, metadata: { resourceVersion: String(store.currentRv()) } });
+    const stream = this.watches.add(res, bookmarks ? bookmark : undefined);
 
     if (rvParam === '' || rvParam === '0' || sendInitial) {
       const initial = (() => {
@@ -620,14 +622,14 @@ export class ApiServer {
     }
     for (const ev of replay) {
       const t = translate(ev);
-      if (t) res.write(encode(t, ev.obj));
+      if (t) stream.send(encode(t, ev.obj));
     }
 
     return new Promise<number>((resolve) => {
       let timer: NodeJS.Timeout | undefined;
       const unsubscribe = store.subscribe((ev) => {
         const t = translate(ev);
-        if (t && !res.writableEnded) res.write(encode(t, ev.obj));
+        if (t) stream.send(encode(t, ev.obj));
       });
       const finish = () => {
         unsubscribe();
@@ -637,7 +639,12 @@ export class ApiServer {
         resolve(200);
       };
       const timeout = intParam(q, 'timeoutSeconds');
-      if (timeout && timeout > 0) timer = setTimeout(finish, timeout * 1000);
+      // like the real server, a stream that allowed bookmarks gets one before it ends at its timeout
+      const expire = () => {
+        if (bookmarks && !this.watches.held && !res.writableEnded) res.write(bookmark());
+        finish();
+      };
+      if (timeout && timeout > 0) timer = setTimeout(expire, timeout * 1000);
       req.on('close', finish);
       res.on('close', finish);
       res.on('finish', finish);

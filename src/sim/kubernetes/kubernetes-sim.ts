@@ -204,6 +204,7 @@ export async function startKubernetesSim(opts: KubernetesSimOptions = {}): Promi
     nodes,
     endWatches: () => server?.endWatches(),
     watchCount: () => server?.watchCount() ?? 0,
+    watches: () => server?.watches,
     journal,
   });
   server = new ApiServer({ api, store, faults, token, log, simControl, journal, serverAddress: () => address, admitEviction: (pod, dryRun) => disruption.admitEviction(pod, dryRun), authenticate: (t) => tokens.authenticate(t) });

@@ -269,6 +269,17 @@ export class ObjectStore {
   }
 
   /**
+   * Drops the whole watch history, as an etcd compaction at the current resourceVersion does: a
+   * watch resuming from an older resourceVersion gets 410 Gone (`POST /_sim/watches/compact`).
+   */
+  compact(): number {
+    this.compactedRv = this.rv;
+    this.history = [];
+    this.historyStart = 0;
+    return this.rv;
+  }
+
+  /**
    * Changes after `rv` (exclusive), or `'expired'` when the history no longer reaches back that far
    * (the HTTP layer answers 410 Gone like the real server after compaction).
    */

@@ -1,8 +1,9 @@
 /**
  * The `/_sim` control API: fault injection and inspection from outside the process (tests, demos,
- * benchmarks). Fail / restart a pod, fail / recover / add a node, add API latency, break the API
- * (5xx for N requests or until cleared), change the kubelet delay, read a state summary and the
- * journal of client deletions (`GET /_sim/journal?since=N`).
+ * benchmarks). Fail / restart a pod, make it not Ready / crash-looping / Ready again, fail / recover /
+ * add a node, add API latency, break the API (5xx for N requests or until cleared), hold / end /
+ * bookmark the open watch streams and compact the watch history (410 Gone), change the kubelet
+ * delay, read a state summary and the journal of client deletions (`GET /_sim/journal?since=N`).
  */
 import type { ClusterApi } from './cluster-api.ts';
 import type { ControllerContext } from './controllers/context.ts';
@@ -10,6 +11,7 @@ import { isNodeReady, isPodReady, setCondition } from './controllers/helpers.ts'
 import type { Kubelet } from './controllers/kubelet.ts';
 import { type NodeController, workerNode } from './controllers/node-controller.ts';
 import type { ApiFaults } from './faults.ts';
+import type { WatchStreams } from './watch-streams.ts';
 import type { DeleteJournal } from './journal.ts';
 import { nowTs } from './names.ts';
 import { R } from './resource-registry.ts';
@@ -25,6 +27,8 @@ export interface SimControlDeps {
   /** Ends open watch streams (simulated outage). */
   endWatches: () => void;
   watchCount: () => number;
+  /** The open watch streams (hold, release, bookmark). */
+  watches: () => WatchStreams | undefined;
   /** Client deletions (`GET /_sim/journal?since=N`). */
   journal: DeleteJournal;
 }
@@ -121,6 +125,13 @@ export function createSimControl(deps: SimControlDeps): (method: string, path: s
     if (method === 'GET' && a === 'journal') return ok({ deletions: deps.journal.list(num(query.get('since'), 0)) });
     if (a === 'pods' && b && c && method === 'POST') {
       if (d === 'fail') return failPod(b, c, body);
+      if (d === 'unready' || d === 'crashloop' || d === 'ready') {
+        const pod = store.get(R.pods, b, c);
+        if (!pod) return err(404, `pod ${b}/${c} not found`);
+        if (pod.status?.phase !== 'Running') return err(409, `pod ${b}/${c} is not running`);
+        deps.kubelet.setHealth(pod, d);
+        return ok({ pod: { namespace: b, name: c, health: d } });
+      }
       if (d === 'restart') {
         const pod = store.get(R.pods, b, c);
         if (!pod) return err(404, `pod ${b}/${c} not found`);
@@ -172,6 +183,27 @@ export function createSimControl(deps: SimControlDeps): (method: string, path: s
         faults.breakStatus = status;
         if (body?.dropWatches === true) deps.endWatches();
         return ok({ faults: faults.summary() });
+      }
+    }
+    if (a === 'watches') {
+      const w = deps.watches();
+      if (b === 'hold' && (method === 'POST' || method === 'PUT')) {
+        w?.hold();
+        return ok({ held: true });
+      }
+      if (b === 'hold' && method === 'DELETE') {
+        w?.release();
+        return ok({ held: false });
+      }
+      if (b === 'bookmark' && method === 'POST') return ok({ bookmarks: w?.bookmarkAll() ?? 0, resourceVersion: String(store.currentRv()) });
+      if (b === 'end' && method === 'POST') {
+        deps.endWatches();
+        return ok();
+      }
+      if (b === 'compact' && method === 'POST') {
+        const rv = store.compact();
+        if (body?.endWatches === true) deps.endWatches();
+        return ok({ compactedResourceVersion: String(rv) });
       }
     }
     if (a === 'faults' && method === 'DELETE') {

@@ -175,6 +175,36 @@ export class Kubelet {
     }
   }
 
+  /**
+   * A running pod's health as its probes see it, until changed again: `unready` (readiness probe
+   * failing: containers run, Ready False), `crashloop` (containers waiting in CrashLoopBackOff) or
+   * `ready` (running and Ready again). The pod stays Running; nothing else changes it.
+   */
+  setHealth(pod: KubeObject, health: 'ready' | 'unready' | 'crashloop'): KubeObject {
+    const now = nowTs();
+    const ready = health === 'ready';
+    const reason = health === 'crashloop' ? 'ContainersNotReady' : 'ReadinessProbeFailed';
+    let conds = setCondition(pod.status?.conditions, ready ? { type: 'Ready', status: 'True' } : { type: 'Ready', status: 'False', reason, message: 'containers with unready status' });
+    conds = setCondition(conds, ready ? { type: 'ContainersReady', status: 'True' } : { type: 'ContainersReady', status: 'False', reason, message: 'containers with unready status' });
+    const containerStatuses = (pod.status?.containerStatuses ?? []).map((cs: Loose) => {
+      if (health === 'crashloop') {
+        return {
+          ...cs,
+          ready: false,
+          started: false,
+          restartCount: (cs.restartCount ?? 0) + 1,
+          state: { waiting: { reason: 'CrashLoopBackOff', message: 'back-off 5m0s restarting failed container' } },
+          lastState: { terminated: { exitCode: 1, reason: 'Error', startedAt: cs.state?.running?.startedAt ?? now, finishedAt: now } },
+        };
+      }
+      const running = cs.state?.running ? cs.state : { running: { startedAt: now } };
+      return { ...cs, ready, started: true, state: running };
+    });
+    const out = this.ctx.api.writeStatus(R.pods, pod, { ...pod.status, conditions: conds, containerStatuses });
+    if (!ready) this.ctx.events.record(out, 'Warning', health === 'crashloop' ? 'BackOff' : 'Unhealthy', health === 'crashloop' ? 'Back-off restarting failed container' : 'Readiness probe failed (simulated fault)', 'kubelet', pod.spec?.nodeName);
+    return out;
+  }
+
   /** Simulates a container crash + restart: Ready drops, restartCount grows, Ready again after the delay. */
   restartContainers(pod: KubeObject): void {
     const { api, queue, settings, events } = this.ctx;
