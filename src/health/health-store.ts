@@ -142,7 +142,8 @@ export class HealthStore {
       for (const o of observations) {
         const id = rowId(o.ref.vnfInstanceId, o.ref.vnfcResourceInfoId);
         const old = stored.get(id);
-        if (old && new Date(old.observed_at).getTime() > o.observedAt.getTime()) continue; // older than what is stored
+        // older than what is stored of the same resource (a replaced resource starts afresh)
+        if (old && old.resource_id === o.ref.resourceId && new Date(old.observed_at).getTime() > o.observedAt.getTime()) continue;
         const sameEpisode = old !== undefined && old.resource_id === o.ref.resourceId && old.condition === o.condition;
         const since = sameEpisode ? new Date(old.since) : o.observedAt;
         const reportedAt = sameEpisode && old.reported_at !== null ? new Date(old.reported_at) : null;

@@ -39,7 +39,12 @@ export async function putInstance(store: Store, id: string, vnfcs: TestVnfc[], o
 
 /** Replaces the VNFCs of an instance (what a heal or scale does). */
 export async function setVnfcs(store: Store, id: string, vnfcs: TestVnfc[]): Promise<void> {
-  const info = { flavourId: 'simple', vnfState: 'STARTED', vnfcResourceInfo: vnfcs.map((v) => ({ id: v.rid, vduId: v.vduId, computeResource: { resourceId: v.resourceId, vimConnectionId: 'vim1' } })) };
+  const info = {
+    flavourId: 'simple',
+    vnfState: 'STARTED',
+    vnfcResourceInfo: vnfcs.map((v) => ({ id: v.rid, vduId: v.vduId, computeResource: { resourceId: v.resourceId, vimConnectionId: 'vim1' } })),
+    vnfcInfo: vnfcs.filter((v) => v.infoId).map((v) => ({ id: v.infoId, vduId: v.vduId, vnfcResourceInfoId: v.rid, vnfcState: 'STARTED' })),
+  };
   await sql`update vnf_instance set instantiated_vnf_info = ${JSON.stringify(info)}::jsonb where id = ${id}`.execute(store.db);
 }
 
