@@ -127,7 +127,12 @@ export class HealthMonitor {
         countRequest: (t) => this.d.metrics?.healthWatchRequests.inc({ vim_type: t }),
       });
       this.watchers.push({ vimType, watcher });
-      await watcher.start();
+      try {
+        await watcher.start();
+      } catch (e) {
+        // the VNFM runs on without this VIM type's health: its VNFCs stay as they are (unknown when new)
+        this.log.error({ err: e, vimType }, 'health watcher failed to start');
+      }
     }
     const every = this.d.sweepMs ?? 1000;
     if (every > 0) this.timer = setInterval(() => void this.sweep().catch(() => undefined), every);
@@ -140,7 +145,7 @@ export class HealthMonitor {
     if (this.timer) clearInterval(this.timer);
     this.timer = undefined;
     const ws = this.watchers.splice(0);
-    await Promise.all(ws.map(async (w) => w.watcher.stop()));
+    await Promise.all(ws.map(async (w) => Promise.resolve(w.watcher.stop()).catch((e: unknown) => this.log.warn({ err: e, vimType: w.vimType }, 'health watcher failed to stop'))));
     await this.idle();
   }
 

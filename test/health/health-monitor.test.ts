@@ -192,6 +192,22 @@ describe('VNFC health monitor', () => {
     await m.stop();
   });
 
+  it('a watcher that fails to start or stop does not stop the monitor', async () => {
+    const broken = { kind: 'broken', vimType: 'BROKEN.V_1', aliases: [], healthWatcher: () => ({ start: () => Promise.reject(new Error('no')), stop: () => Promise.reject(new Error('no')) }) };
+    const m = new HealthMonitor({
+      db: store.db,
+      instances: fakeInstances(store),
+      vimPlugins: new VimPlugins([broken as never]),
+      vimOutbound: new OutboundGuard({ allow: [], deny: [], vimAllow: [] }, () => ({ host: '127.0.0.1', port: 1 })),
+      log: pino({ level: 'silent' }),
+      options: OPTIONS,
+      sweepMs: 0,
+    });
+    await m.start();
+    await m.sweep();
+    await m.stop();
+  });
+
   it('no rows for instances that are not instantiated; the gauge counts VNFCs per condition', async () => {
     const { m } = await monitor();
     await m.sweep();
