@@ -200,14 +200,16 @@ export class HealthMonitor {
 
   /**
    * One sweep: reconciles the rows with the instances (every `periodMs`, or when held
-   * observations wait), applies held observations of instances whose operation ended, reports
+   * observations of an instance whose operation ended wait), applies held observations of instances whose operation ended, reports
    * due sustained faults and refreshes the `vnfm_vnfc_health` gauge.
    */
   sweep(): Promise<void> {
     return this.enqueue(async () => {
       const now = this.now();
       let current: Map<string, VnfcRef> | undefined;
-      if (now.getTime() - this.lastReconcile >= this.d.options.periodMs || this.held.size > 0) {
+      const heldOf = new Set([...this.held.values()].map((o) => o.ref.vnfInstanceId));
+      const releasable = heldOf.size > 0 && (await this.busy(heldOf)).size < heldOf.size;
+      if (now.getTime() - this.lastReconcile >= this.d.options.periodMs || releasable) {
         const w = await loadWatched(this.d.db, this.d.instances, this.watchedVimTypes());
         this.lastReconcile = now.getTime();
         current = new Map(w.vnfcs.map((v) => [rowId(v.vnfInstanceId, v.vnfcResourceInfoId), v]));
