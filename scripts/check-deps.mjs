@@ -38,6 +38,7 @@ function violation(from, to, { typeOnly, dynamic }) {
   if (from === 'store' && !LEAVES.has(to)) return 'store/ is the bottom layer (it imports only leaf modules)';
   if (from === 'core' && !LEAVES.has(to) && !typeOnly) return 'core/ imports only types from other layers';
   if (LOWER.has(from) && to === 'autoheal') return `${from}/ is below autoheal/`;
+  if ((LOWER.has(from) || from === 'packages' || from === 'vims') && to === 'health') return `${from}/ is below health/`;
   if ((LOWER.has(from) || from === 'packages' || from === 'vims') && to === 'lcm') return `${from}/ is below lcm/`;
   return undefined;
 }

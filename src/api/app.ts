@@ -18,6 +18,7 @@ import { LIVENESS_PATH, READINESS_PATH, installLivenessShortCircuit, readinessCh
 import { catalogProblem, errorHandler, sendProblem } from './problem.ts';
 import { faultIntakeRoutes } from './autoheal/fault-intake-routes.ts';
 import { ledgerRoutes } from './autoheal/ledger-routes.ts';
+import { healthRoutes } from './health/health-routes.ts';
 import { registerVimRoutes } from './vims/routes.ts';
 import { registerServerNotifierRoutes } from './vims/server-notifier-routes.ts';
 import { registerVnflcmRoutes } from './vnflcm/routes.ts';
@@ -202,6 +203,7 @@ export async function buildApp(ctx: AppContext): Promise<FastifyInstance> {
     await faultIntakeRoutes({ ctx, ledger, batcher, workerId: ctx.config.runner.workerId, queue: intake })(app);
     await ledgerRoutes(ctx, ledger, batcher)(app);
   }
+  if (ctx.health) await healthRoutes(ctx, ctx.health)(app);
   // the operator dashboard (/ui) and its live feed of LCM events
   await registerEventRoutes(app, ctx);
   await registerUiRoutes(app, ctx);

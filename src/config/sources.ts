@@ -86,6 +86,8 @@ const ENV_MAP: Record<string, [string, 'string' | 'number' | 'boolean' | 'list']
   VNFM_NOTIFICATION_CA_FILE: ['notifications.caFile', 'string'],
   VNFM_AUTOHEAL_MAX_UNHEALTHY: ['autoheal.maxUnhealthy', 'string'],
   VNFM_SYNC_INTERVAL_MS: ['sync.intervalMs', 'number'],
+  VNFM_VNFC_HEALTH_ENABLED: ['vnfcHealth.enabled', 'boolean'],
+  VNFM_VNFC_HEALTH_PERIOD_MS: ['vnfcHealth.periodMs', 'number'],
   VNFM_NOTIFICATION_RETRY_FOR_MS: ['notifications.retryForMs', 'number'],
   VNFM_FAULT_WINDOW_MS: ['faultNotification.windowMs', 'number'],
   VNFM_PACKAGES_MAX_FILE_BYTES: ['packages.maxFileBytes', 'number'],

@@ -408,6 +408,23 @@ export interface VnfmConfig {
     /** Longest a due batch waits for the storm to calm down. @default 10000 */
     intakePriorityMaxMs: number;
   };
+  /**
+   * The VNFC health model (docs/health.md): per-VIM health watchers feed one condition per VNFC;
+   * a VNFC faulty for longer than `unhealthyForMs` is a sustained fault. (Not the VNFM's own
+   * probes: those are `health`.)
+   */
+  vnfcHealth: {
+    /** Watch the VIMs of instantiated VNFs and keep the model. @default true */
+    enabled: boolean;
+    /** Poll period of polling watchers (OpenStack), ms. @default 5000 */
+    periodMs: number;
+    /**
+     * How long a VNFC stays `faulty` before it is a sustained fault (ms), by resource kind; a VNF
+     * overrides both with `vnfConfigurableProperties.unhealthyFor` (seconds).
+     * @default { vm: 30000, pod: 60000 }
+     */
+    unhealthyForMs: { vm: number; pod: number };
+  };
   /** Drift sync: re-observe instances and adopt what the VIM replaced by itself (see src/lcm/sync.ts). */
   sync: {
     /** Period of the background sync; 0 = off (the `/sync` endpoint still works). @default 300000 */

@@ -202,6 +202,13 @@ export function validateSettings(cfg: VnfmConfig): void {
   if (cfg.databaseUrl && !cfg.secretKey && !cfg.secretKeyFile) throw new ConfigError('secretKey (VNFM_SECRET_KEY, 64 hex chars) or secretKeyFile (VNFM_SECRET_KEY_FILE) is required with databaseUrl, so that every VNFM process (and the next start) can open the sealed credentials');
   validateSync(cfg.sync);
   validateAutoheal(cfg.autoheal);
+  const vh = cfg.vnfcHealth;
+  if (typeof vh.enabled !== 'boolean') throw new ConfigError(`vnfcHealth.enabled: must be true or false, got ${JSON.stringify(vh.enabled)}`);
+  if (!Number.isInteger(vh.periodMs) || vh.periodMs < 100) throw new ConfigError(`vnfcHealth.periodMs: must be an integer >= 100 (ms), got ${vh.periodMs}`);
+  for (const k of ['vm', 'pod'] as const) {
+    const v = vh.unhealthyForMs?.[k];
+    if (!Number.isInteger(v) || (v as number) < 0) throw new ConfigError(`vnfcHealth.unhealthyForMs.${k}: must be an integer >= 0 (ms), got ${JSON.stringify(v)}`);
+  }
   for (const k of ['retryForMs', 'backoffMs', 'maxBackoffMs', 'timeoutMs', 'retentionMs'] as const) if (!(Number.isFinite(cfg.notifications[k]) && cfg.notifications[k] >= 0)) throw new ConfigError(`notifications.${k} must be a number >= 0`);
   if (cfg.notifications.maxBackoffMs < cfg.notifications.backoffMs) throw new ConfigError('notifications.maxBackoffMs must be >= notifications.backoffMs');
   const r = cfg.runner;

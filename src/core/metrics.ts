@@ -23,6 +23,9 @@ export class VnfmMetrics {
   readonly faultNotifications = new Counter({ name: 'vnfm_fault_notifications_total', help: 'Fault notifications received, by result', labelNames: ['result'] as const, registers: [this.registry] });
   readonly healBatches = new Counter({ name: 'vnfm_autoheal_batches_total', help: 'Auto-heal batches by outcome', labelNames: ['result'] as const, registers: [this.registry] });
   readonly autohealSuppressed = new Counter({ name: 'vnfm_autoheal_suppressed_total', help: 'Auto-heals suppressed, by reason', labelNames: ['reason'] as const, registers: [this.registry] });
+  readonly healthWatchRequests = new Counter({ name: 'vnfm_health_watch_requests_total', help: 'Requests the VNFC health watchers sent to VIMs, by VIM type', labelNames: ['vim_type'] as const, registers: [this.registry] });
+  readonly vnfcHealth = new Gauge({ name: 'vnfm_vnfc_health', help: 'VNFCs of instantiated VNFs by health condition (docs/health.md)', labelNames: ['condition'] as const, registers: [this.registry] });
+  readonly healthDetection = new Histogram({ name: 'vnfm_health_detection_seconds', help: 'From when a watcher observed a VNFC condition change to when the health model applied it', buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300], registers: [this.registry] });
   readonly packages = new Counter({ name: 'vnfm_package_onboarding_total', help: 'Package onboardings by result', labelNames: ['result'] as const, registers: [this.registry] });
 
   constructor(opts: { defaultMetrics?: boolean; wasmMemoryBytes?: () => number } = {}) {
@@ -53,5 +56,6 @@ export class VnfmMetrics {
     for (const r of ['healed', 'suppressed', 'failed', 'waiting']) this.healBatches.inc({ result: r }, 0);
     for (const r of ['max_unhealthy', 'frequency', 'disabled']) this.autohealSuppressed.inc({ reason: r }, 0);
     for (const r of ['ONBOARDED', 'ERROR']) this.packages.inc({ result: r }, 0);
+    for (const c of ['healthy', 'degraded', 'faulty', 'unknown']) this.vnfcHealth.set({ condition: c }, 0);
   }
 }

@@ -5,6 +5,7 @@
  */
 import type { FastifyInstance } from 'fastify';
 import type { AutohealHandle } from '../autoheal/autoheal-plugin.ts';
+import type { HealthHandle } from '../health/health-plugin.ts';
 import type { Engine } from '../lcm/engine.ts';
 import type { DriftSync } from '../lcm/sync.ts';
 import type { NotificationServices } from '../notify/setup.ts';
@@ -23,6 +24,8 @@ export interface Services extends BaseServices {
   notifications?: NotificationServices;
   /** Auto-heal (routes: src/api/autoheal/). */
   autoheal?: AutohealHandle;
+  /** The VNFC health model (routes: src/api/health/). */
+  health?: HealthHandle;
   /** LCM routes added inside each `/vnflcm/{v}` facade by extra plugins (tests); built-in modules register none. */
   lcmRoutes?: ((app: FastifyInstance, v: 'v1' | 'v2') => void | Promise<void>)[];
   /** Extra route registrations contributed by extra plugins (tests); built-in modules register none. */

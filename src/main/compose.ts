@@ -2,7 +2,7 @@
  * How the modules of a VNFM are put together, by value: the base services first
  * ({@link buildBaseServices}, over the VIM plugins registered here), then each module by the
  * function that builds it from explicit dependencies (engine, drift sync, notifications,
- * auto-heal), in the order their dependencies need, then the {@link Services} the API serves,
+ * auto-heal, VNFC health), in the order their dependencies need, then the {@link Services} the API serves,
  * assembled from the returned values. No module sees the assembled object.
  */
 import type { BaseServices } from '../core/base-services.ts';
@@ -11,6 +11,7 @@ import type { PluginHooks } from '../core/plugin.ts';
 import type { Services } from '../core/services.ts';
 import type { VnfmConfig } from '../config.ts';
 import { createAutoheal, type AutohealPluginOptions } from '../autoheal/autoheal-plugin.ts';
+import { createHealth, type HealthPluginOptions } from '../health/health-plugin.ts';
 import { kubernetesVimPlugin } from '../infra/kubernetes/index.ts';
 import { openstackVimPlugin } from '../infra/openstack/index.ts';
 import { type VimPlugin, VimPlugins } from '../infra/vim-plugin.ts';
@@ -52,7 +53,7 @@ export function buildBaseServices(config: VnfmConfig, store: Store, log: Logger,
 }
 
 /** Names of the optional built-in modules. */
-export type BuiltinName = 'sync' | 'notifications' | 'autoheal' | 'sim';
+export type BuiltinName = 'sync' | 'notifications' | 'autoheal' | 'health' | 'sim';
 
 /** Variants of the built-in modules (tests, benchmarks). */
 export interface ModuleOptions {
@@ -65,6 +66,8 @@ export interface ModuleOptions {
   notifications?: NotificationOptions & { manual?: boolean };
   /** Auto-heal options (its settings, the alarm registration driver). */
   autoheal?: AutohealPluginOptions;
+  /** VNFC health model options (its settings, the sustained fault callback, the sweep period). */
+  health?: HealthPluginOptions;
 }
 
 /** The modules built, and their background work with the names their stop steps are logged under, in start order. */
@@ -75,7 +78,7 @@ export interface Composition {
 
 /**
  * Builds every module in order (the simulated cloud when on, engine, drift sync, notifications,
- * auto-heal; `without` leaves optional ones out) and assembles the services. The simulated cloud
+ * auto-heal, VNFC health; `without` leaves optional ones out) and assembles the services. The simulated cloud
  * (and the lab's hosts) starts first and stops last: the operations the engine resumes at
  * start-up, and those it drains at shutdown, reach the VIMs they were using.
  */
@@ -92,12 +95,14 @@ export function composeModules(base: BaseServices, o: { without?: readonly Built
     notifications = { value: n, hooks: manual ? { stop: () => n.worker.stop() } : { start: () => n.worker.start(), stop: () => n.worker.stop() } };
   }
   const autoheal = wanted('autoheal') ? createAutoheal({ ...base, engine: engine.engine }, m.autoheal) : undefined;
+  const health = wanted('health') ? createHealth(base, m.health) : undefined;
   const services: Services = {
     ...base,
     engine: engine.engine,
     ...(sync ? { sync: sync.sync } : {}),
     ...(notifications ? { notifications: notifications.value } : {}),
     ...(autoheal ? { autoheal: autoheal.autoheal } : {}),
+    ...(health ? { health: health.health } : {}),
     lcmRoutes: [],
     extraRoutes: [],
   };
@@ -110,6 +115,7 @@ export function composeModules(base: BaseServices, o: { without?: readonly Built
     ['drift sync', sync?.hooks],
     ['notification delivery', notifications?.hooks],
     ['auto-heal', autoheal?.hooks],
+    ['VNFC health watchers', health?.hooks],
   ];
   return { services, hooks: hooks.filter((h): h is [string, PluginHooks] => h[1] !== undefined) };
 }

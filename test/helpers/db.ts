@@ -48,6 +48,12 @@ function templateKey(): string {
 
 /** Opens a fresh, migrated PGlite database (from the cached template). */
 export async function testStore(): Promise<Store> {
+  // migrations still run (no-op when the template is current; applies newer ones otherwise)
+  return openStore({ loadDataDir: await templateDump() });
+}
+
+/** The migrated PGlite template (built once into `.tmp/`), e.g. to start an on-disk data directory from. */
+export async function templateDump(): Promise<Blob> {
   mkdirSync(TMP, { recursive: true });
   const file = join(TMP, `pglite-template-${templateKey()}.tar.gz`);
   if (!existsSync(file)) {
@@ -60,9 +66,7 @@ export async function testStore(): Promise<Store> {
     renameSync(tmp, file);
     await db.destroy();
   }
-  const blob = new Blob([readFileSync(file)]);
-  // migrations still run (no-op when the template is current; applies newer ones otherwise)
-  return openStore({ loadDataDir: blob });
+  return new Blob([readFileSync(file)]);
 }
 
 /** The database kinds of the matrix. */

@@ -1,5 +1,6 @@
 /**
- * Tenant scoping. Instances, op occs, subscriptions, fault notifications and heal batches belong
+ * Tenant scoping. Instances, op occs, subscriptions, fault notifications, heal batches and VNFC
+ * health rows (the instance's project) belong
  * to a project (column `project`; none for rows from before projects existed). A caller sees
  * the rows of its own project, an admin (and the unauthenticated mode) every row. Lists filter in
  * SQL ({@link tenantWhere}); a request naming another project's resource by id is answered with
@@ -107,6 +108,7 @@ function resourceRoutes(faultPrefix: string, tenancy: { packages: Tenancy; vims:
       },
       notFound: (id) => ['VNFM_ERR_API_NOT_FOUND', `notification ${id} not found in the outbox`],
     },
+    { match: (u) => u === '/vnfm/v1/vnf_instances/:id/health', param: 'id', project: projectOfRow('vnf_instance'), notFound: (id) => ['VNFM_ERR_INST_NOT_FOUND', `VnfInstance ${id} not found.`] },
     { match: (u) => u.startsWith('/vnfm/v1/heal_batches/:id'), param: 'id', project: projectOfRow('autoheal_batch'), notFound: (id) => ['VNFM_ERR_FAULT_NOT_FOUND', `heal batch ${id} not found`] },
     { match: (u) => u.startsWith('/vnfm/v1/fault_notifications/:id'), param: 'id', project: projectOfRow('fault_notification'), notFound: (id) => ['VNFM_ERR_FAULT_NOT_FOUND', `fault notification ${id} not found`] },
     { match: (u) => u.startsWith(`${faultPrefix}/vnf_instances/:vnfInstanceId/`), param: 'vnfInstanceId', project: projectOfRow('vnf_instance'), notFound: (id) => ['VNFM_ERR_FAULT_NOT_FOUND', `VnfInstance ${id} not found.`] },

@@ -3,7 +3,7 @@
  * released migration is never edited; a change is a new entry.
  *
  * {@link MIGRATIONS} is the one list of every migration, core and per module (the module ones are
- * in this folder too: autoheal.ts, lcm.ts, mgmt.ts, notify.ts, packages.ts, security.ts, tenancy.ts, events.ts), in the order they apply. What
+ * in this folder too: autoheal.ts, lcm.ts, mgmt.ts, notify.ts, packages.ts, security.ts, tenancy.ts, events.ts, health.ts), in the order they apply. What
  * a process migrates never depends on which modules it imported. Names sort in list order (checked
  * at load), which is the order Kysely applies and verifies them in on existing databases.
  */
@@ -17,6 +17,7 @@ import { SERVER_NOTIFIER_MIGRATION, m180 as serverNotifier180 } from './security
 import { AUTH_TENANT_MIGRATION, m190 as authTenants190 } from './auth.ts';
 import { TENANCY_MIGRATION, m205 as tenancy205 } from './tenancy.ts';
 import { EVENT_LOG_MIGRATION, m210 as eventLog210 } from './events.ts';
+import { VNFC_HEALTH_MIGRATION, m230 as vnfcHealth230 } from './health.ts';
 
 const m001: Migration = {
   async up(db: Kysely<unknown>) {
@@ -171,6 +172,7 @@ export const MIGRATIONS: readonly (readonly [name: string, migration: Migration]
   [TENANCY_MIGRATION, tenancy205],
   [EVENT_LOG_MIGRATION, eventLog210],
   [PACKAGE_INFO_MIGRATION, packageInfo225],
+  [VNFC_HEALTH_MIGRATION, vnfcHealth230],
 ];
 
 // Kysely applies (and checks executed ones) in name order: the list must already be in that order.

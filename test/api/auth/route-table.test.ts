@@ -6,7 +6,7 @@
  * - no / wrong / expired credential: 401 ProblemDetails with `WWW-Authenticate`;
  * - wrong role: 403 naming the missing role;
  * - other project: the resource's 404 for a route naming a project's resource (instances, op occs,
- *   subscriptions, the fault ledger, and VNF packages and VIMs, which belong to the project that
+ *   subscriptions, the fault ledger, VNFC health, and VNF packages and VIMs, which belong to the project that
  *   created them), lists without it;
  * - right caller: neither 401, 403 nor (for a resource it owns) 404.
  * The open routes (token endpoint, probes, and `/metrics` + `/docs` from loopback) are an explicit
@@ -58,9 +58,9 @@ function need(method: string, url: string): Need {
 
 /** Routes naming one resource of a project. */
 const TENANT_ROUTE =
-  /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)\/:id|^\/vnfm\/v1\/(subscriptions|notifications|heal_batches|fault_notifications)\/:id|^\/server_notification\/vnf_instances\/|^\/vnfpkgm\/v1\/vnf_packages\/:id|^\/vnfpkgm\/v[12]\/onboarded_vnf_packages\/:id|^\/v1\.0\/vims\/:id/;
+  /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)\/:id|^\/vnfm\/v1\/(subscriptions|notifications|heal_batches|fault_notifications)\/:id|^\/vnfm\/v1\/vnf_instances\/:id\/health|^\/server_notification\/vnf_instances\/|^\/vnfpkgm\/v1\/vnf_packages\/:id|^\/vnfpkgm\/v[12]\/onboarded_vnf_packages\/:id|^\/v1\.0\/vims\/:id/;
 /** List routes of project resources (other project: 200 without project A's rows). */
-const TENANT_LIST = /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)$|^\/vnfm\/v1\/(notifications|heal_batches|fault_notifications)$|^\/vnfpkgm\/v1\/vnf_packages$|^\/v1\.0\/vims(\.json)?$/;
+const TENANT_LIST = /^\/vnflcm\/v[12]\/(vnf_instances|vnf_lcm_op_occs|subscriptions)$|^\/vnfm\/v1\/(notifications|heal_batches|fault_notifications|vnfc_health)$|^\/vnfpkgm\/v1\/vnf_packages$|^\/v1\.0\/vims(\.json)?$/;
 
 /** The rows of a list answer (the legacy VIM list wraps them in `vims`). */
 const rowsOf = (body: string): unknown[] => {
@@ -91,6 +91,7 @@ function pathOf(url: string, ids: Ids): string {
     .replace(/^\/vnfm\/v1\/subscriptions\/:id/, `/vnfm/v1/subscriptions/${ids.sub2}`)
     .replace(/^\/vnfm\/v1\/notifications\/:id/, `/vnfm/v1/notifications/${ids.outbox}`)
     .replace(/^\/vnfm\/v1\/heal_batches\/:id/, `/vnfm/v1/heal_batches/${ids.batch}`)
+    .replace(/^\/vnfm\/v1\/vnf_instances\/:id/, `/vnfm/v1/vnf_instances/${ids.inst}`)
     .replace(/^\/vnfm\/v1\/fault_notifications\/:id/, `/vnfm/v1/fault_notifications/${ids.fault}`)
     .replace(/^\/vnfm\/v1\/oauth2\/clients\/:id/, `/vnfm/v1/oauth2/clients/${ids.client}`)
     .replace(/^\/server_notification\/vnf_instances\/:vnfInstanceId/, `/server_notification/vnf_instances/${ids.inst}`)
@@ -373,10 +374,12 @@ for (const mode of MODES) {
       const outbox = (await vnfm.store.db.selectFrom('outbox').select('id').where('subscription_id', '=', sub2).orderBy('id').executeTakeFirstOrThrow()).id;
       await sql`insert into autoheal_batch (id, vnf_instance_id, status, deadline) values ('batch-a', ${inst}, 'done', now())`.execute(vnfm.store.db);
       await sql`insert into fault_notification (id, vnf_instance_id, server_id, alarm_id, fault_id, fault_type, status) values ('fault-a', ${inst}, 'srv', 'alarm', '1234', '10', 'ignored')`.execute(vnfm.store.db);
+      await sql`insert into vnfc_health (id, vnf_instance_id, project, vnfc_info_id, vnfc_resource_info_id, vdu_id, resource_id, condition, source, since, observed_at)
+        values (${`${inst}/rid-a`}, ${inst}, 'proj-a', 'vnfc-a', 'rid-a', 'VDU1', 'srv', 'healthy', 'vim-watch', now(), now())`.execute(vnfm.store.db);
       const client = await new OAuthService(vnfm.store.db, vnfm.ctx.config.auth.oauth2).register({ name: 'spare', role: 'reader' });
       ids = { pkg, vnfdId: shown.vnfdId, vim, inst, op, sub1, sub2, outbox: String(outbox), batch: 'batch-a', fault: 'fault-a', client: client.clientId };
       // every project resource of A carries project A (set at creation or inherited from the instance)
-      for (const t of ['vnf_package', 'vim', 'vnf_instance', 'op_occ', 'subscription', 'autoheal_batch', 'fault_notification']) {
+      for (const t of ['vnf_package', 'vim', 'vnf_instance', 'op_occ', 'subscription', 'autoheal_batch', 'fault_notification', 'vnfc_health']) {
         const rows = (await sql<{ project: string | null }>`select project from ${sql.table(t)}`.execute(vnfm.store.db)).rows;
         assert.ok(rows.length > 0 && rows.every((r) => r.project === 'proj-a'), `${t}: ${JSON.stringify(rows)}`);
       }
