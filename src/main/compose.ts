@@ -12,6 +12,7 @@ import type { Services } from '../core/services.ts';
 import type { VnfmConfig } from '../config.ts';
 import { createAutoheal, type AutohealPluginOptions } from '../autoheal/autoheal-plugin.ts';
 import { createHealth, type HealthPluginOptions } from '../health/health-plugin.ts';
+import type { SustainedFault } from '../health/health-monitor.ts';
 import { kubernetesVimPlugin } from '../infra/kubernetes/index.ts';
 import { openstackVimPlugin } from '../infra/openstack/index.ts';
 import { type VimPlugin, VimPlugins } from '../infra/vim-plugin.ts';
@@ -95,7 +96,11 @@ export function composeModules(base: BaseServices, o: { without?: readonly Built
     notifications = { value: n, hooks: manual ? { stop: () => n.worker.stop() } : { start: () => n.worker.start(), stop: () => n.worker.stop() } };
   }
   const autoheal = wanted('autoheal') ? createAutoheal({ ...base, engine: engine.engine }, m.autoheal) : undefined;
-  const health = wanted('health') ? createHealth(base, m.health) : undefined;
+  // A VNFC faulty for its unhealthyFor is a fault auto-heal packs like a Server Notifier report
+  // (healed only when auto-heal is on for its VNF).
+  const ah = autoheal?.autoheal;
+  const onSustainedFault = m.health?.onSustainedFault ?? (ah ? async (f: SustainedFault) => void (await ah.reportDetected({ ...f, source: 'vim-watch' })) : undefined);
+  const health = wanted('health') ? createHealth(base, { ...m.health, ...(onSustainedFault ? { onSustainedFault } : {}) }) : undefined;
   const services: Services = {
     ...base,
     engine: engine.engine,

@@ -35,7 +35,9 @@ export async function testVnfm(opts: { config?: ConfigInput; listen?: boolean; s
   // outbound rules deny by default.
   // A test's own outbound rules replace these key by key (its VIMs stay allowed on loopback unless it says otherwise).
   const outbound = { ...TEST_OUTBOUND, ...((opts.config as { outbound?: object } | undefined)?.outbound ?? {}) };
-  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, ...(opts.config ?? {}), outbound } as ConfigInput });
+  // The VNFC health watchers poll every VIM of the instances: a test that wants them says so
+  // (test/health/, test/e2e/health-*.test.ts), so that the others' VIM request counts stay theirs.
+  const config = resolveConfig({ flags: { sim: false, logLevel: 'debug', dataDir: 'memory://', port, sync: { intervalMs: 0 }, vnfcHealth: { enabled: false }, ...(opts.config ?? {}), outbound } as ConfigInput });
   const vnfm = await startVnfm(config, { logger: createLogger('debug', sink), store, noListen: !opts.listen, ...(opts.plugins ? { plugins: opts.plugins } : {}), ...(opts.without ? { without: opts.without } : {}), ...(opts.modules ? { modules: opts.modules } : {}), ...(opts.vimPlugins ? { vimPlugins: opts.vimPlugins } : {}) });
   return {
     ...vnfm,
