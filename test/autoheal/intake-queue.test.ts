@@ -166,13 +166,12 @@ describe('storm priority of the batcher', () => {
 
   function batcher(maxMs: number) {
     const config = resolveConfig({ flags: { dataDir: 'memory://' } });
-    (config as unknown as { autoheal: Record<string, unknown> }).autoheal = { intakePriorityRate: 100, intakePriorityMaxMs: maxMs, concurrency: 2 };
     return new HealBatcher({
       ledger,
       workerId: 'w1',
       metrics: new VnfmMetrics(),
       log: createLogger('silent'),
-      options: resolveAutohealOptions(config),
+      options: resolveAutohealOptions(config, { intakePriorityRate: 100, intakePriorityMaxMs: maxMs, concurrency: 2 }),
       intake: { rate: () => load.rate, get pending() { return load.pending; } },
       lcm: {
         heal: async (id: string) => {
