@@ -6,6 +6,7 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'ssh2';
@@ -167,17 +168,22 @@ export interface Cli {
   exited: Promise<number | null>;
 }
 
-/** Starts `vnfm start --lab` with `<dir>/config.json` and the data directory `<dir>/data`, on a free port. */
+/**
+ * Starts `vnfm start --lab` with `<dir>/config.json` and the data directory `<dir>/data`, on a free
+ * port. For measuring where a lab test's time goes: `VNFM_TEST_LAB_LOG=<file>` appends the child's
+ * log lines to that file as well, `VNFM_TEST_LAB_LOG_LEVEL=debug` logs more (default info).
+ */
 export function startCli(dir: string): Cli {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--lab', '--config', join(dir, 'config.json'), '--data-dir', join(dir, 'data'), '--port', '0'], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, VNFM_LOG_LEVEL: 'info' },
+    env: { ...process.env, VNFM_LOG_LEVEL: process.env.VNFM_TEST_LAB_LOG_LEVEL ?? 'info' },
   });
   const lines: Line[] = [];
   let stderr = '';
   let buf = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    if (process.env.VNFM_TEST_LAB_LOG) appendFileSync(process.env.VNFM_TEST_LAB_LOG, d);
     buf += d;
     for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
       const l = buf.slice(0, i);
