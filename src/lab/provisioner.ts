@@ -267,56 +267,23 @@ export class Provisioner {
         errors.push(`${ip}: ${(e as Error).message}`);
       }
     };
+    // Hosts are independent machines (the fleet serialises the work on one address): they are
+    // torn down and booted side by side, as a cloud boots a stack's servers, not one after the other.
     // hosts whose server is gone
-    for (const h of fleet.list()) {
-      if (want.has(h.ip)) continue;
-      await step(h.ip, async () => {
-        if (h.running) this.failNode(h.ip, 'server deleted');
-        this.forgetHolder(h.ip);
-        await fleet.destroy(h.ip);
-        this.seen.delete(h.ip);
-        this.log.info({ ip: h.ip, server: h.generation }, 'lab host down: server deleted');
-      });
-    }
-    for (const d of [...want.values()].sort((a, b) => compareIps(a.ip, b.ip))) {
-      await step(d.ip, async () => {
-        const h = fleet.host(d.ip);
-        const prev = this.seen.get(d.ip);
-        if (!h || h.generation !== d.serverId) {
-          if (h) {
-            if (h.running) this.failNode(h.ip, 'server replaced');
-            this.forgetHolder(h.ip);
-            this.log.info({ ip: h.ip, server: h.generation, by: d.serverId }, 'lab host down: server replaced');
-          }
-          this.seen.delete(d.ip);
-          const made = await fleet.create(d.ip, { generation: d.serverId, start: d.running });
-          if (d.running) this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName, hostname: made.hostname, hostKey: made.hostKey.fingerprint }, 'lab host up');
-          else this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host made, not started: its server is not ACTIVE');
-        } else if (reboots.has(d.serverId) && d.running) {
-          // a reboot: the machine goes down and comes back with its disk
-          if (h.running) {
-            await fleet.kill(d.ip);
-            this.failNode(d.ip, 'server rebooted');
-          }
-          await fleet.start(d.ip);
-          this.recoverNode(d.ip);
-          this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host rebooted');
-        } else if (prev === undefined || prev.serverId !== d.serverId || prev.running !== d.running) {
-          // first sight (start, adoption) or a change of the server's state: follow it. A host
-          // killed while its server stayed ACTIVE stays dead, as a crashed VM does.
-          if (d.running && !h.running) {
-            await fleet.start(d.ip);
-            this.recoverNode(d.ip);
-            this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host up again (server ACTIVE)');
-          } else if (!d.running && h.running) {
-            await fleet.kill(d.ip);
-            this.failNode(d.ip, 'server not ACTIVE');
-            this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host down: server not ACTIVE (processes killed)');
-          }
-        }
-        this.seen.set(d.ip, { serverId: d.serverId, running: d.running });
-      });
-    }
+    const gone = fleet.list().filter((h) => !want.has(h.ip));
+    await Promise.all(
+      gone.map((h) =>
+        step(h.ip, async () => {
+          if (h.running) this.failNode(h.ip, 'server deleted');
+          this.forgetHolder(h.ip);
+          await fleet.destroy(h.ip);
+          this.seen.delete(h.ip);
+          this.log.info({ ip: h.ip, server: h.generation }, 'lab host down: server deleted');
+        }),
+      ),
+    );
+    const wanted = [...want.values()].sort((a, b) => compareIps(a.ip, b.ip));
+    await Promise.all(wanted.map((d) => step(d.ip, () => this.follow(d, reboots))));
     await this.placeAddresses(want).catch((e: Error) => errors.push(`addresses: ${e.message}`));
     if (this.o.floating) {
       // Neutron's NAT follows the port: whichever server holds it now (a healed one too)
@@ -325,6 +292,46 @@ export class Provisioner {
       await this.o.floating.apply(nat).catch((e: Error) => errors.push(`floating IPs: ${e.message}`));
     }
     if (errors.length > 0) throw new Error(errors.join('; '));
+  }
+
+  /** One host brought in line with its server: made (or remade for a new server), rebooted, started or stopped. */
+  private async follow(d: Desired, reboots: Set<string>): Promise<void> {
+    const { fleet } = this.o;
+    const h = fleet.host(d.ip);
+    const prev = this.seen.get(d.ip);
+    if (!h || h.generation !== d.serverId) {
+      if (h) {
+        if (h.running) this.failNode(h.ip, 'server replaced');
+        this.forgetHolder(h.ip);
+        this.log.info({ ip: h.ip, server: h.generation, by: d.serverId }, 'lab host down: server replaced');
+      }
+      this.seen.delete(d.ip);
+      const made = await fleet.create(d.ip, { generation: d.serverId, start: d.running });
+      if (d.running) this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName, hostname: made.hostname, hostKey: made.hostKey.fingerprint }, 'lab host up');
+      else this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host made, not started: its server is not ACTIVE');
+    } else if (reboots.has(d.serverId) && d.running) {
+      // a reboot: the machine goes down and comes back with its disk
+      if (h.running) {
+        await fleet.kill(d.ip);
+        this.failNode(d.ip, 'server rebooted');
+      }
+      await fleet.start(d.ip);
+      this.recoverNode(d.ip);
+      this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host rebooted');
+    } else if (prev === undefined || prev.serverId !== d.serverId || prev.running !== d.running) {
+      // first sight (start, adoption) or a change of the server's state: follow it. A host
+      // killed while its server stayed ACTIVE stays dead, as a crashed VM does.
+      if (d.running && !h.running) {
+        await fleet.start(d.ip);
+        this.recoverNode(d.ip);
+        this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host up again (server ACTIVE)');
+      } else if (!d.running && h.running) {
+        await fleet.kill(d.ip);
+        this.failNode(d.ip, 'server not ACTIVE');
+        this.log.info({ ip: d.ip, server: d.serverId, name: d.serverName }, 'lab host down: server not ACTIVE (processes killed)');
+      }
+    }
+    this.seen.set(d.ip, { serverId: d.serverId, running: d.running });
   }
 
   /** Since when each running host runs (its generation then), for VIP moves. */

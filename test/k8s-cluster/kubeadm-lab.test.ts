@@ -11,13 +11,12 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { execFileSync } from 'node:child_process';
 import { after, before, describe, it } from 'node:test';
 import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { csarOf, onboard, ROOT } from '../helpers/packages.ts';
 import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { stage } from '../helpers/stages.ts';
-import { sshRun } from '../lab/lab-helpers.ts';
+import { sampleCommandLines, sshRun } from '../lab/lab-helpers.ts';
 import { ETCDCTL, type Json, labInfo, labKubernetes, masterReads, serverOf, vnfmApi } from './cluster-lab.ts';
 
 const lab = await stage('lab');
@@ -89,18 +88,14 @@ describe('k8s-kubeadm cluster VNFs on the lab', { skip: lab.skip }, () => {
 
   /** Samples every process's command line on the machine while the scenarios run (secrets check: the password, join tokens). */
   const seenInPs = new Set<string>();
-  let sampler: NodeJS.Timeout | undefined;
+  let stopSampling: (() => void) | undefined;
   before(() => {
-    sampler = setInterval(() => {
-      try {
-        // the lab password, or anything shaped like a kubeadm bootstrap token (`[a-z0-9]{6}.[a-z0-9]{16}`)
-        for (const line of execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n')) if (line.includes(LAB_PASSWORD) || /\b[a-z0-9]{6}\.[a-z0-9]{16}\b/.test(line)) seenInPs.add(line);
-      } catch {
-        // ps failed this once
-      }
-    }, 150);
+    // the lab password, or anything shaped like a kubeadm bootstrap token (`[a-z0-9]{6}.[a-z0-9]{16}`)
+    stopSampling = sampleCommandLines((line) => {
+      if (line.includes(LAB_PASSWORD) || /\b[a-z0-9]{6}\.[a-z0-9]{16}\b/.test(line)) seenInPs.add(line);
+    });
   });
-  after(() => clearInterval(sampler));
+  after(() => stopSampling?.());
 
   describe('one master, two workers', () => {
     let id = '';

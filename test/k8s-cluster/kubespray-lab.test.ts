@@ -18,7 +18,7 @@ import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { labTestsExclusive } from '../helpers/lab-exclusive.ts';
 import { csarOf, onboard, ROOT } from '../helpers/packages.ts';
 import { stage } from '../helpers/stages.ts';
-import { sshRun } from '../lab/lab-helpers.ts';
+import { sampleCommandLines, sshRun } from '../lab/lab-helpers.ts';
 import { type Json, labInfo as labInfoOf, labKubernetes, serverOf, vnfmApi } from './cluster-lab.ts';
 
 const lab = await stage('lab');
@@ -92,7 +92,7 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
   };
 
   const seenInPs = new Set<string>();
-  let sampler: NodeJS.Timeout | undefined;
+  let stopSampling: (() => void) | undefined;
 
   before(async () => {
     dataDir = mkdtempSync('/tmp/vnfm-kubespray-lab-');
@@ -126,16 +126,12 @@ describe('k8s-kubespray cluster VNFs on the lab', { skip: lab.skip }, () => {
     // a NodePort Service of the cluster (published on the LB with the workers as backends)
     const svc = await labKubeReq('POST', '/api/v1/namespaces/default/services', { apiVersion: 'v1', kind: 'Service', metadata: { name: 'kubespray-web' }, spec: { type: 'NodePort', selector: { app: 'kubespray-web' }, ports: [{ port: 80, protocol: 'TCP' }] } });
     assert.ok(svc.status === 201 || svc.status === 409, JSON.stringify(svc.body));
-    sampler = setInterval(() => {
-      try {
-        for (const line of execFileSync('ps', ['-eo', 'args'], { encoding: 'utf8' }).split('\n')) if (line.includes(LAB_PASSWORD)) seenInPs.add(line);
-      } catch {
-        // ps failed this once
-      }
-    }, 150);
+    stopSampling = sampleCommandLines((line) => {
+      if (line.includes(LAB_PASSWORD)) seenInPs.add(line);
+    });
   });
   after(async () => {
-    clearInterval(sampler);
+    stopSampling?.();
     await labKubeReq('DELETE', '/api/v1/namespaces/default/services/kubespray-web').catch(() => undefined);
     await vnfm?.close();
     rmSync(dataDir, { recursive: true, force: true });

@@ -6,6 +6,8 @@
  */
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
+import { readdir, readFile } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { join } from 'node:path';
 import { Client } from 'ssh2';
@@ -167,17 +169,22 @@ export interface Cli {
   exited: Promise<number | null>;
 }
 
-/** Starts `vnfm start --lab` with `<dir>/config.json` and the data directory `<dir>/data`, on a free port. */
+/**
+ * Starts `vnfm start --lab` with `<dir>/config.json` and the data directory `<dir>/data`, on a free
+ * port. For measuring where a lab test's time goes: `VNFM_TEST_LAB_LOG=<file>` appends the child's
+ * log lines to that file as well, `VNFM_TEST_LAB_LOG_LEVEL=debug` logs more (default info).
+ */
 export function startCli(dir: string): Cli {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/cli/main.ts', 'start', '--lab', '--config', join(dir, 'config.json'), '--data-dir', join(dir, 'data'), '--port', '0'], {
     cwd: REPO_ROOT,
     stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, VNFM_LOG_LEVEL: 'info' },
+    env: { ...process.env, VNFM_LOG_LEVEL: process.env.VNFM_TEST_LAB_LOG_LEVEL ?? 'info' },
   });
   const lines: Line[] = [];
   let stderr = '';
   let buf = '';
   child.stdout?.setEncoding('utf8').on('data', (d: string) => {
+    if (process.env.VNFM_TEST_LAB_LOG) appendFileSync(process.env.VNFM_TEST_LAB_LOG, d);
     buf += d;
     for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
       const l = buf.slice(0, i);
@@ -199,4 +206,41 @@ export function startCli(dir: string): Cli {
 /** Its "VNFM started" line (with the URL), once it logged it; rejects when it exited first. */
 export async function started(cli: Cli): Promise<Line> {
   return until('the VNFM started', () => cli.lines.find((l) => l.msg === 'VNFM started') ?? (cli.child.exitCode !== null ? Promise.reject(new Error(`exited: ${cli.stderr()}`)) : undefined), 600_000);
+}
+
+/**
+ * Samples the command line of every process of the machine (what `ps -eo args` shows, in full),
+ * one pass every `everyMs` after the previous one ended, handing each to `see`; returns the stop.
+ * Read from /proc without blocking: a synchronous `ps` every 150 ms kept the event loop of an
+ * in-process VNFM (and its lab) waiting most of the time on a busy machine.
+ */
+export function sampleCommandLines(see: (line: string) => void, everyMs = 150): () => void {
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const pass = async (): Promise<void> => {
+    const pids = (await readdir('/proc')).filter((n) => /^\d+$/.test(n));
+    await Promise.all(
+      pids.map(async (pid) => {
+        try {
+          const raw = await readFile(`/proc/${pid}/cmdline`);
+          if (raw.length > 0) see(raw.toString('utf8').replace(/\0+$/, '').replaceAll('\0', ' '));
+        } catch {
+          // the process ended meanwhile
+        }
+      }),
+    );
+  };
+  const next = (): void => {
+    if (stopped) return;
+    void pass()
+      .catch(() => undefined)
+      .then(() => {
+        if (!stopped) timer = setTimeout(next, everyMs);
+      });
+  };
+  next();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
 }

@@ -7,12 +7,12 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { Host } from '../../../src/mgmt/drivers/k8s-common/host.ts';
-import { runState, startPlay, waitPlay } from '../../../src/mgmt/drivers/k8s-kubespray/ansible.ts';
+import { controlDirOf, runState, startPlay, waitPlay } from '../../../src/mgmt/drivers/k8s-kubespray/ansible.ts';
 import type { ExecOptions, ExecResult, SshSession } from '../../../src/mgmt/ssh/ssh-executor.ts';
 import { until } from '../../helpers/wait.ts';
 
@@ -75,6 +75,8 @@ describe('detached Ansible plays', () => {
       join(dir, 'ansible-playbook'),
       `#!/bin/sh
 echo "$@" > argv
+echo "$ANSIBLE_SSH_ARGS" > ssh-args
+case "$ANSIBLE_SSH_ARGS" in *"ControlPath=$(cat control-dir 2>/dev/null)/%C"*) [ -d "$(cat control-dir)" ] && echo yes > control-dir-seen ;; esac
 grep -q '${SECRET}' secrets.yaml && echo "secret inventory readable" > secret-seen
 case "$*" in *hold.yml*) while [ ! -f ${dir}/release ]; do sleep 0.05; done ;; esac
 case "$*" in *fail.yml*) printf 'TASK [do it]\\nfatal: [worker11]: FAILED! => {"msg": "boom"}\\n\\nPLAY RECAP ***\\nworker11 : ok=0 changed=0 unreachable=0 failed=1 skipped=0 rescued=0 ignored=0\\n'; exit 2 ;; esac
@@ -84,11 +86,18 @@ printf 'PLAY RECAP ***\\nworker11 : ok=2 changed=1 unreachable=0 failed=0 skippe
     chmodSync(join(dir, 'ansible-playbook'), 0o755);
     h = new Host(localSession(dir), { name: 'ansible-server', commandTimeoutMs: 30_000 });
   });
-  after(() => rmSync(dir, { recursive: true, force: true }));
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+    // a wrapper killed before its end (r-lost) leaves its connection directory behind
+    for (const id of ['r-hold', 'r-fail', 'r-lost']) rmSync(controlDirOf(id), { recursive: true, force: true });
+  });
 
   it('runs on without its waiter; a later waiter picks up the same run; the secret inventory is removed', async () => {
     const s = spec('r-hold', 'hold.yml');
     assert.deepEqual(await runState(h, s.runDir), { state: 'absent' });
+    // (the fake play checks that its SSH connection masters have a directory of this run's own)
+    mkdirSync(s.runDir, { recursive: true });
+    writeFileSync(join(s.runDir, 'control-dir'), controlDirOf(s.runId));
     await startPlay(h, s);
     assert.equal((await runState(h, s.runDir)).state, 'running');
     // the first waiter gives up (a VNFM going away); the play holds on
@@ -103,6 +112,11 @@ printf 'PLAY RECAP ***\\nworker11 : ok=2 changed=1 unreachable=0 failed=0 skippe
     assert.ok(!argv.includes(SECRET), 'no secret on the command line');
     assert.match(argv, /--become/);
     assert.ok(!readFileSync(join(s.runDir, 'log'), 'utf8').includes(SECRET));
+    // one SSH connection per node for the whole play, in a directory of the run's own, gone with it
+    assert.match(readFileSync(join(s.runDir, 'ssh-args'), 'utf8'), /ControlMaster=auto .*ControlPersist=\S+ .*ServerAliveInterval=/);
+    assert.ok(existsSync(join(s.runDir, 'control-dir-seen')), 'the control directory existed while the play ran');
+    assert.equal(existsSync(controlDirOf(s.runId)), false, 'the control directory is removed when the play ends');
+    assert.notEqual(controlDirOf(s.runId), controlDirOf('r-fail'), 'one directory per run');
   });
 
   it('a failed play is judged by exit code and recap, naming the host and the task', async () => {

@@ -8,7 +8,7 @@
  */
 import { parse as parseYaml } from 'yaml';
 import { vnfmError } from '../../../errors.ts';
-import { type EvictionOutcome, type KubeClientOptions, type KubeList, type KubeObject, KubeClient, type ObjectRef } from '../../../infra/kubernetes/kube-client.ts';
+import { type EvictionOutcome, type KubeClientOptions, type KubeList, type KubeObject, KubeClient, kubeLib, type ObjectRef } from '../../../infra/kubernetes/kube-client.ts';
 
 export type { EvictionOutcome, KubeList, KubeObject, ObjectRef };
 
@@ -204,3 +204,11 @@ export const realClock: Clock = {
       signal?.addEventListener('abort', onAbort, { once: true });
     }),
 };
+
+/**
+ * Starts loading the Kubernetes client library (imported on first use, seconds on a busy machine)
+ * in the background, so that a hook's SSH connections and that load overlap instead of adding up.
+ */
+export function warmKubeLibrary(): void {
+  kubeLib().catch(() => undefined);
+}

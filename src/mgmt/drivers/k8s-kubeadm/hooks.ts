@@ -24,6 +24,7 @@ import { terminalError, vnfmError } from '../../../errors.ts';
 import type { MgmtContext, MgmtResult } from '../../mgmt-driver.ts';
 import { type OwnerKey, waitNodeReady } from '../k8s-common/drain.ts';
 import { allNodes, buildInventory, type ClusterNode, type Inventory } from '../k8s-common/inventory.ts';
+import { warmKubeLibrary } from '../k8s-common/kube.ts';
 import { deleteClusterVims } from '../k8s-common/vim.ts';
 import { memberIdHex } from './etcd.ts';
 import { drainParamsOf, effectiveInstallationParam, type EffectiveParams, installationParamOf, type KubeadmParams, parseKubeadmParams } from './params.ts';
@@ -47,6 +48,7 @@ export function paramsFor(ctx: MgmtContext): EffectiveParams {
 
 /** Runs one hook. */
 export async function runKubeadmHook(rc: RunContext, eff: EffectiveParams): Promise<MgmtResult | undefined> {
+  warmKubeLibrary();
   const ctx = rc.ctx;
   for (const k of rc.params.ignored) rc.warn(`parameter ${k} is accepted but not acted on by the k8s-kubeadm driver`);
   const cmd = ctx.command;

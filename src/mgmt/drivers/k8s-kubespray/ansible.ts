@@ -13,7 +13,7 @@
  * - one known_hosts file per cluster (`StrictHostKeyChecking=accept-new`): keys are learned once
  *   and then checked; the entries of VMs replaced by the operation are removed before the play.
  */
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { stringify } from 'yaml';
 import { retryableError, vnfmError } from '../../../errors.ts';
 import { type Host, shq } from '../k8s-common/host.ts';
@@ -145,11 +145,28 @@ export function playCommand(s: PlaySpec): string {
   return args.map(shq).join(' ');
 }
 
-/** Environment of every play: non-interactive, per-cluster known hosts, no connection sharing (a dead host must look dead). */
-export function playEnv(knownHosts: string): Record<string, string> {
+/**
+ * Where a run's SSH connection masters listen (a short path: a Unix socket path is limited to
+ * about 100 bytes, and the run directory alone may be longer). One directory per run: no play
+ * shares a connection with another play.
+ */
+export function controlDirOf(runId: string): string {
+  return `/tmp/.hvcp-${createHash('sha256').update(runId).digest('hex').slice(0, 12)}`;
+}
+
+/**
+ * Environment of every play: non-interactive, per-cluster known hosts. The tasks of one play share
+ * one SSH connection per node (a connection set-up per task and node costs more than most tasks
+ * do), held by a master that lives only for that run (`controlDir`, removed when the play ends).
+ * A dead node still looks dead: a host that goes away closes its connection (the next task
+ * connects again, and fails), and one that stops answering loses its master after 3 keep-alives
+ * of 5 s.
+ */
+export function playEnv(knownHosts: string, controlDir: string): Record<string, string> {
+  const sharing = `-o ControlMaster=auto -o ControlPersist=60s -o ControlPath=${controlDir}/%C -o ServerAliveInterval=5 -o ServerAliveCountMax=3`;
   return {
     ANSIBLE_HOST_KEY_CHECKING: 'True',
-    ANSIBLE_SSH_ARGS: `-o ControlMaster=no -o ControlPath=none -o UserKnownHostsFile=${knownHosts} -o StrictHostKeyChecking=accept-new -o ConnectTimeout=10`,
+    ANSIBLE_SSH_ARGS: `${sharing} -o UserKnownHostsFile=${knownHosts} -o StrictHostKeyChecking=accept-new -o ConnectTimeout=10`,
     ANSIBLE_NOCOLOR: '1',
     ANSIBLE_FORCE_COLOR: '0',
     ANSIBLE_RETRY_FILES_ENABLED: 'False',
@@ -192,7 +209,8 @@ export async function startPlay(h: Host, s: PlaySpec): Promise<void> {
   const d = s.runDir;
   await h.run(`mkdir -p ${shq(d)} && chmod 700 ${shq(d)}`, { label: 'create the run directory' });
   await h.session.upload(`${d}/secrets.yaml`, stringify(s.secretInventory), { mode: 0o600 });
-  const env = Object.entries(playEnv(s.knownHosts))
+  const cp = controlDirOf(s.runId);
+  const env = Object.entries(playEnv(s.knownHosts, cp))
     .map(([k, v]) => `export ${k}=${shq(v)}`)
     .join('; ');
   const wrapper = [
@@ -200,10 +218,13 @@ export async function startPlay(h: Host, s: PlaySpec): Promise<void> {
     `cd ${shq(d)} || exit 1`,
     'echo $$ > pid.tmp && mv pid.tmp pid',
     env,
+    `rm -rf ${shq(cp)}; mkdir -m 700 ${shq(cp)}`,
     'date +%s%3N > t0',
     `${playCommand(s)} < /dev/null > log 2>&1`,
     'rc=$?',
     'date +%s%3N > t1',
+    // the run's connection masters end with it
+    `for m in ${shq(cp)}/*; do [ -S "$m" ] && ssh -o ControlPath="$m" -O exit run-end >/dev/null 2>&1; done; rm -rf ${shq(cp)}`,
     'rm -f secrets.yaml key-*',
     'echo $rc > rc.tmp && mv rc.tmp rc',
     '',

@@ -34,7 +34,7 @@ import { deleteNode, drainNode, waitNodeReady } from '../k8s-common/drain.ts';
 import type { Host } from '../k8s-common/host.ts';
 import { shq } from '../k8s-common/host.ts';
 import { allNodes, buildInventory, type ClusterNode, findNode, type Inventory } from '../k8s-common/inventory.ts';
-import { type Clock, isNodeReady, type KubeApi, type KubeApiFactory, kubeconfigParts, nodeRef } from '../k8s-common/kube.ts';
+import { type Clock, isNodeReady, type KubeApi, type KubeApiFactory, kubeconfigParts, nodeRef, warmKubeLibrary } from '../k8s-common/kube.ts';
 import type { NodeAccess } from '../k8s-common/params.ts';
 import { deleteClusterVims, previousClusterMeta, registerClusterVim } from '../k8s-common/vim.ts';
 import { newRunId, type PlaySpec, startPlay, runState, waitPlay } from './ansible.ts';
@@ -407,6 +407,7 @@ function nodesMeta(inv: Inventory): SprayClusterMeta['nodes'] {
 
 /** Runs one hook. */
 export async function runSprayHook(rc: SprayRun, eff: SprayEffective): Promise<MgmtResult | undefined> {
+  warmKubeLibrary();
   const ctx = rc.ctx;
   const cmd = ctx.command;
   let result: MgmtResult | undefined;
