@@ -49,14 +49,14 @@ export interface CnfEnv {
  * Starts the cluster and the VNFM, registers the VIM and onboards the sample CNF. `store`: the
  * database to use (the caller closes it); a fresh PGlite database otherwise.
  */
-export async function startCnfEnv(opts: { kubeletDelayMs?: number; sync?: Partial<SyncOptions>; store?: Store } = {}): Promise<CnfEnv> {
+export async function startCnfEnv(opts: { kubeletDelayMs?: number; sync?: Partial<SyncOptions>; store?: Store; config?: Record<string, unknown> } = {}): Promise<CnfEnv> {
   const sim = await startKubernetesSim({ kubeletDelayMs: opts.kubeletDelayMs ?? 50 });
   let vnfm: TestVnfm | undefined;
   try {
     vnfm = await testVnfm({
       listen: true,
       ...(opts.store ? { store: opts.store } : {}),
-      config: { runner: { pollMs: 100 }, vim: { kubernetesWaitMs: 30_000 }, sync: { intervalMs: 0, settleAttempts: 10, settleDelayMs: 200, ...(opts.sync ?? {}) } },
+      config: { ...(opts.config ?? {}), runner: { pollMs: 100 }, vim: { kubernetesWaitMs: 30_000 }, sync: { intervalMs: 0, settleAttempts: 10, settleDelayMs: 200, ...(opts.sync ?? {}) } } as never,
     });
     const v = vnfm;
     const api = (method: string, path: string, body?: unknown): Promise<Reply> => vnfmRequest(v.url, method, path, body);
