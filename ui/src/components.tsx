@@ -119,6 +119,8 @@ const STATE_CLASS: Record<string, string> = {
   held: 'warn',
   STOPPED: 'warn',
   faulty: 'bad',
+  degraded: 'warn',
+  unknown: 'muted',
   FAILED: 'bad',
   failed: 'bad',
   ERROR: 'bad',

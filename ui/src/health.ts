@@ -3,6 +3,26 @@ import type { VnfcInfo, VnfcResourceInfo, VnfInstance } from './api.ts';
 
 export type Health = 'healthy' | 'unhealthy' | 'stopped' | 'faulty';
 
+/** One row of the VNFM's VNFC health model (`GET /vnfm/v1/vnfc_health`, `/vnfm/v1/vnf_instances/{id}/health`). */
+export interface VnfcHealthRow {
+  vnfInstanceId: string;
+  vnfcInfoId: string;
+  vnfcResourceInfoId: string;
+  resourceId: string | null;
+  condition: 'healthy' | 'degraded' | 'faulty' | 'unknown';
+  reason: string | null;
+  detail?: string | null;
+  source: string;
+  since: string;
+}
+
+/** What the health model says of a VNFC, as a badge value and a title (reason, source, since). */
+export function modelHealth(row: VnfcHealthRow | undefined): { value: string; title: string } | undefined {
+  if (!row) return undefined;
+  const parts = [row.reason, row.detail, `by ${row.source}`, `since ${new Date(row.since).toLocaleString()}`].filter(Boolean);
+  return { value: row.condition, title: parts.join(' · ') };
+}
+
 /** Fault notification states that mean "reported and not healed yet". */
 export const OPEN_FAULT_STATES: ReadonlySet<string> = new Set(['open', 'packed', 'suppressed', 'held', 'waiting']);
 
@@ -15,11 +35,18 @@ export function healthOf(info: VnfcInfo, res: VnfcResourceInfo | undefined, faul
   return 'healthy';
 }
 
-/** VNFC counts by health of an instance (without the ledger: what the instance itself says). */
-export function healthCounts(i: VnfInstance): Record<Health, number> & { total: number } {
+/**
+ * VNFC counts by health of an instance (without the ledger: what the instance itself says);
+ * VNFCs in `counted` (vnfcResourceInfo ids the health model already counts) are left out.
+ */
+export function healthCounts(i: VnfInstance, counted: ReadonlySet<string> = new Set()): Record<Health, number> & { total: number } {
   const out = { healthy: 0, unhealthy: 0, stopped: 0, faulty: 0, total: 0 };
   const res = new Map((i.instantiatedVnfInfo?.vnfcResourceInfo ?? []).map((r) => [r.id, r]));
   for (const c of i.instantiatedVnfInfo?.vnfcInfo ?? []) {
+    if (counted.has(c.vnfcResourceInfoId)) {
+      out.total++;
+      continue;
+    }
     out[healthOf(c, res.get(c.vnfcResourceInfoId), false)]++;
     out.total++;
   }

@@ -2,7 +2,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, listAll, type OpOcc, type Problem, solValue, type VnfInstance } from '../api.ts';
 import { Badge, ColumnHeads, ConfirmDialog, Fact, Link, problemOf, ProblemView, shortId, time, useFeed } from '../components.tsx';
-import { addressesOf, healthOf, hostOf, OPEN_FAULT_STATES } from '../health.ts';
+import { addressesOf, healthOf, hostOf, modelHealth, OPEN_FAULT_STATES, type VnfcHealthRow } from '../health.ts';
 
 interface Fault {
   id: string;
@@ -63,6 +63,7 @@ export function InstancePage(props: { id: string }) {
   const [inst, setInst] = useState<VnfInstance | null>(null);
   const [ops, setOps] = useState<OpOcc[]>([]);
   const [faults, setFaults] = useState<Fault[]>([]);
+  const [vnfcHealth, setVnfcHealth] = useState<VnfcHealthRow[]>([]);
   const [err, setErr] = useState<Problem | null>(null);
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [action, setAction] = useState<Action>(null);
@@ -84,8 +85,12 @@ export function InstancePage(props: { id: string }) {
       setStorm((s) => (Object.keys(s).length ? s : Object.fromEntries(STORM_KEYS.map((k) => [k, props2[k] === undefined ? '' : String(props2[k])]))));
       const aspect = i.data.instantiatedVnfInfo?.scaleStatus?.[0]?.aspectId;
       if (aspect) setScale((s) => (s.aspectId ? s : { ...s, aspectId: aspect }));
-      const f = await listAll<Fault>('/vnfm/v1/fault_notifications', { vnfInstanceId: props.id, limit: '200' }, 200).catch(() => []);
+      const [f, hv] = await Promise.all([
+        listAll<Fault>('/vnfm/v1/fault_notifications', { vnfInstanceId: props.id, limit: '200' }, 200).catch(() => []),
+        api<{ vnfcs: VnfcHealthRow[] }>(`/vnfm/v1/vnf_instances/${encodeURIComponent(props.id)}/health`).then((r) => r.data.vnfcs, () => []),
+      ]);
       setFaults(f);
+      setVnfcHealth(hv);
     } catch (e) {
       setErr(problemOf(e));
     }
@@ -170,7 +175,9 @@ export function InstancePage(props: { id: string }) {
           <tbody>
             {vnfcs.map((c) => {
               const r = resById.get(c.vnfcResourceInfoId);
-              const h = healthOf(c, r, faultyVnfc(c.id, c.vnfcResourceInfoId));
+              // the VNFM's health model when it has a row for the VNFC, else what the instance says
+              const m = modelHealth(vnfcHealth.find((x) => x.vnfcResourceInfoId === c.vnfcResourceInfoId));
+              const h = faultyVnfc(c.id, c.vnfcResourceInfoId) && m?.value !== 'faulty' ? 'faulty' : (m?.value ?? healthOf(c, r, false));
               return (
                 <tr key={c.id} data-vnfc={c.id}>
                   <td>
@@ -180,8 +187,9 @@ export function InstancePage(props: { id: string }) {
                     <code title={c.id}>{c.id}</code>
                   </td>
                   <td>{c.vduId}</td>
-                  <td>
+                  <td title={m?.title} data-health={h}>
                     <Badge value={h} />
+                    {m && m.value !== 'healthy' ? <span class="muted"> {m.title.split(' · ')[0]}</span> : null}
                   </td>
                   <td>
                     <code>{r?.computeResource.resourceId ?? '—'}</code>

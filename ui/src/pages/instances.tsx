@@ -1,7 +1,7 @@
 /** Instances: one page of the SOL list at a time (server-side paging and filtering), VNFC counts by health. */
 import { useEffect, useRef, useState } from 'preact/hooks';
-import { listPage, type Problem, solValue, type VnfInstance } from '../api.ts';
-import { healthCounts } from '../health.ts';
+import { listAll, listPage, type Problem, solValue, type VnfInstance } from '../api.ts';
+import { healthCounts, type VnfcHealthRow } from '../health.ts';
 import { Badge, ColumnHeads, Link, navigate, problemOf, ProblemView, shortId, useFeed } from '../components.tsx';
 
 
@@ -32,7 +32,17 @@ export function InstancesPage(props: { route: string }) {
   const [items, setItems] = useState<VnfInstance[] | null>(null);
   const [next, setNext] = useState<string | undefined>();
   const [err, setErr] = useState<Problem | null>(null);
+  // VNFCs of the page's instances the VNFM's health model does not see healthy, by instance
+  const [notHealthy, setNotHealthy] = useState<Map<string, VnfcHealthRow[]>>(new Map());
   const seq = useRef(0);
+
+  const loadHealth = async (list: VnfInstance[]) => {
+    if (list.length === 0) return setNotHealthy(new Map());
+    const rows = await listAll<VnfcHealthRow>('/vnfm/v1/vnfc_health', { filter: `(in,vnfInstanceId,${list.map((i) => solValue(i.id)).join(',')});(neq,condition,healthy)` }, 2000).catch(() => []);
+    const by = new Map<string, VnfcHealthRow[]>();
+    for (const r of rows) by.set(r.vnfInstanceId, [...(by.get(r.vnfInstanceId) ?? []), r]);
+    setNotHealthy(by);
+  };
 
   const load = async (page: number, ms = markers) => {
     const my = ++seq.current;
@@ -41,6 +51,7 @@ export function InstancesPage(props: { route: string }) {
       if (my !== seq.current) return;
       setItems(p.items);
       setNext(p.next);
+      void loadHealth(p.items);
       setErr(null);
       performance.mark(`instances-page-${page}`);
       document.body.dataset.instancesPage = String(page);
@@ -56,6 +67,7 @@ export function InstancesPage(props: { route: string }) {
   // live: an instance created, deleted or changed by an operation shows up without a reload
   useFeed((e) => {
     if (e.type === 'reset' || e.type === 'VnfIdentifierCreationNotification' || e.type === 'VnfIdentifierDeletionNotification' || (e.data.notificationStatus === 'RESULT' && items?.some((i) => i.id === e.data.vnfInstanceId))) void load(pageNo);
+    else if (e.type === 'VnfcHealthChanged' && items?.some((i) => i.id === e.data.vnfInstanceId)) void loadHealth(items);
   }, [pageNo, items, applied]);
 
   const go = (page: number) => {
@@ -106,7 +118,8 @@ export function InstancesPage(props: { route: string }) {
           <ColumnHeads names={['Name', 'State', 'Product', 'VIM', 'VNFCs by health', 'Id']} />
           <tbody>
             {items.map((i) => {
-              const c = healthCounts(i);
+              const bad = notHealthy.get(i.id);
+              const c = healthCounts(i, new Set((bad ?? []).map((r) => r.vnfcResourceInfoId)));
               return (
                 <tr key={i.id}>
                   <td>
@@ -126,6 +139,14 @@ export function InstancesPage(props: { route: string }) {
                       <span class="counts">
                         <span class="badge ok">{c.healthy} healthy</span>
                         {c.unhealthy ? <span class="badge bad">{c.unhealthy} unhealthy</span> : null}
+                        {(['faulty', 'degraded', 'unknown'] as const).map((k) => {
+                          const n = bad?.filter((r) => r.condition === k).length ?? 0;
+                          return n ? (
+                            <span key={k} class={`badge ${k === 'faulty' ? 'bad' : k === 'degraded' ? 'warn' : 'muted'}`} data-health={k} title={bad?.filter((r) => r.condition === k).map((r) => `${r.vnfcInfoId}: ${r.reason ?? ''}`).join('\n')}>
+                              {n} {k}
+                            </span>
+                          ) : null;
+                        })}
                         {c.stopped ? <span class="badge warn">{c.stopped} stopped</span> : null}
                       </span>
                     )}
