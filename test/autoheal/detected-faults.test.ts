@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { DETECTED_ALARM_ID } from '../../src/autoheal/detected-faults.ts';
-import { type AutohealVnfm, type TestVnfc, faultBody, healsOf, instantiateVnf, notify, onboardSample, opOcc, startAutohealVnfm, vnfcsOf, waitFor } from './fixture.ts';
+import { type AutohealVnfm, type TestVnfc, V2, VIM, faultBody, healsOf, instantiateVnf, notify, onboardSample, opOcc, startAutohealVnfm, vnfcsOf, waitFor } from './fixture.ts';
 
 let h: AutohealVnfm;
 let vnfdId: string;
@@ -73,5 +73,24 @@ describe('auto-heal of faults the VNFM detected itself', () => {
   it('refuses a detected fault of an instance that is gone, without storing it', async () => {
     const r = await h.ctx.autoheal?.reportDetected({ vnfInstanceId: '00000000-0000-4000-8000-000000000000', vnfcInfoId: 'x', vnfcResourceInfoId: 'y', resourceId: 'z', reason: 'ERROR', source: 'vim-watch', since: new Date() });
     assert.equal(r?.kind, 'refused');
+  });
+
+  it('refuses a bad unhealthyFor or storm-guard value at instantiate and PATCH with a 400 naming it, changing nothing', async () => {
+    const c = await h.vnfm.app.inject({ method: 'POST', url: '/vnflcm/v2/vnf_instances', headers: V2, payload: { vnfdId, vnfInstanceName: 'bad-props' } });
+    const id = c.json().id as string;
+    const r = await h.vnfm.app.inject({ method: 'POST', url: `/vnflcm/v2/vnf_instances/${id}/instantiate`, headers: V2, payload: { flavourId: 'simple', vimConnectionInfo: { vim1: VIM }, vnfConfigurableProperties: { unhealthyFor: '30s' } } });
+    assert.equal(r.statusCode, 400, r.body);
+    assert.match(r.json().detail, /vnfConfigurableProperties\.unhealthyFor must be a number of seconds >= 0/);
+    assert.equal((await h.vnfm.app.inject({ method: 'GET', url: `/vnflcm/v2/vnf_instances/${id}`, headers: V2 })).json().instantiationState, 'NOT_INSTANTIATED');
+    const { id: live } = await instantiateVnf(h.vnfm, vnfdId, { vnfConfigurableProperties: { unhealthyFor: 45 } });
+    for (const bad of [{ unhealthyFor: -1 }, { autohealMaxUnhealthy: 'lots' }, { autohealMaxHealsPerVnfc: 1.5 }]) {
+      const p = await h.vnfm.app.inject({ method: 'PATCH', url: `/vnflcm/v2/vnf_instances/${live}`, headers: { ...V2, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ vnfConfigurableProperties: bad }) });
+      assert.equal(p.statusCode, 400, p.body);
+      assert.match(p.json().detail, new RegExp(`vnfConfigurableProperties\\.${Object.keys(bad)[0]}`));
+    }
+    const after = (await h.vnfm.app.inject({ method: 'GET', url: `/vnflcm/v2/vnf_instances/${live}`, headers: V2 })).json();
+    assert.equal(after.vnfConfigurableProperties.unhealthyFor, 45, 'unchanged');
+    const ok = await h.vnfm.app.inject({ method: 'PATCH', url: `/vnflcm/v2/vnf_instances/${live}`, headers: { ...V2, 'content-type': 'application/merge-patch+json' }, payload: JSON.stringify({ vnfConfigurableProperties: { unhealthyFor: null } }) });
+    assert.equal(ok.statusCode, 202, ok.body);
   });
 });

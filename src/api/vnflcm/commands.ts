@@ -12,6 +12,7 @@ import type { HealCommand, InstantiateCommand, ScaleCommand, TerminateCommand } 
 import type { VnfInstanceRecord } from '../../model/vnf-instance.ts';
 import type { VimConnection } from '../../vims/vim-registry.ts';
 import type { ApiVersion } from './converters.ts';
+import { checkVnfmProperties } from '../../model/vnfm-properties.ts';
 
 type Body = Record<string, unknown>;
 
@@ -32,6 +33,7 @@ export function v1Connections(list: unknown[] | undefined): Record<string, Parti
 
 /** InstantiateVnfRequest -> command, and the VIM connections it brings (with their credentials). */
 export function instantiateCommand(b: Body, v: ApiVersion): { command: InstantiateCommand; vimConnectionInfo?: Record<string, Partial<VimConnection>> } {
+  checkVnfmProperties(b.vnfConfigurableProperties);
   const command: InstantiateCommand = {
     operation: 'INSTANTIATE',
     flavourId: b.flavourId as string,

@@ -17,6 +17,7 @@ import { instanceListSpec, opOccListSpec } from './list-specs.ts';
 import { v1Connections } from './commands.ts';
 import { type ApiVersion, INSTANCE_DEFAULT_EXCLUDED, OPOCC_DEFAULT_EXCLUDED, instanceToApi, opOccToApi } from './converters.ts';
 import { IdParams, createVnfRequestSchema, modifyVnfRequestSchema } from './schemas.ts';
+import { checkVnfmProperties } from '../../model/vnfm-properties.ts';
 
 /** The API version each facade answers with in its `Version` header. */
 export const API_VERSIONS: Record<ApiVersion, string> = { v1: '1.3.0', v2: '2.0.0' };
@@ -76,6 +77,7 @@ export async function registerVnflcmRoutes(app: FastifyInstance, ctx: AppContext
         const { id } = req.params as { id: string };
         const b = (req.body ?? {}) as Record<string, unknown>;
         if (Object.keys(b).length === 0) throw vnfmError('VNFM_ERR_API_BAD_REQUEST', 'the modification request is empty');
+        checkVnfmProperties(b.vnfConfigurableProperties);
         const patch: ModifyInstanceInput = {};
         for (const k of ['vnfInstanceName', 'vnfInstanceDescription', 'vnfdId', 'vnfConfigurableProperties', 'metadata', 'extensions'] as const) if (k in b) (patch as Record<string, unknown>)[k] = b[k];
         if (v === 'v1') {
