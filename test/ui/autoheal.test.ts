@@ -15,11 +15,10 @@ import { type TestVnfm, testVnfm } from '../helpers/app.ts';
 import { ROOT, csarOf, onboard } from '../helpers/packages.ts';
 import { stage } from '../helpers/stages.ts';
 import { until } from '../helpers/wait.ts';
-import { checkA11y, launch, newPage, screenshot } from './helpers.ts';
+import { apiGet, checkA11y, launch, newPage, screenshot, simAdminPost, V2_JSON } from './helpers.ts';
 
 const browserStage = await stage('browser');
-const SIM_ADMIN = { 'x-sim-admin-secret': 'sim-admin-secret', 'content-type': 'application/json' };
-const V2 = { version: '2.0.0', 'content-type': 'application/json' };
+const V2 = V2_JSON;
 const GUARD_MS = 60_000;
 
 let vnfm: TestVnfm;
@@ -29,15 +28,8 @@ let osUrl: string;
 let instanceId: string;
 
 // biome-ignore lint/suspicious/noExplicitAny: API JSON
-async function get(path: string): Promise<any> {
-  const r = await fetch(`${vnfm.url}${path}`, { headers: { version: '2.0.0' } });
-  assert.equal(r.status, 200, path);
-  return r.json();
-}
-async function simAdmin(path: string, body: unknown = {}): Promise<void> {
-  const r = await fetch(`${osUrl}/_sim/${path}`, { method: 'POST', headers: SIM_ADMIN, body: JSON.stringify(body) });
-  assert.ok(r.status < 300, `/_sim/${path}: ${r.status} ${await r.text()}`);
-}
+const get = (path: string): Promise<any> => apiGet(vnfm.url, path);
+const simAdmin = (path: string, body: unknown = {}): Promise<void> => simAdminPost(osUrl, path, body);
 async function vnfcs(): Promise<{ id: string; resId: string; serverId: string }[]> {
   const i = await get(`/vnflcm/v2/vnf_instances/${instanceId}`);
   const res = new Map((i.instantiatedVnfInfo.vnfcResourceInfo as { id: string; computeResource: { resourceId: string } }[]).map((r) => [r.id, r.computeResource.resourceId]));

@@ -53,3 +53,22 @@ export function watchOrigins(page: Page, origin: string): string[] {
   });
   return foreign;
 }
+
+/** Headers of the built-in simulated OpenStack's control API (`/_sim`) in the dashboard tests. */
+export const SIM_ADMIN = { 'x-sim-admin-secret': 'sim-admin-secret', 'content-type': 'application/json' };
+/** Headers of a v2 LCM request with a JSON body. */
+export const V2_JSON = { version: '2.0.0', 'content-type': 'application/json' };
+
+/** GET of a VNFM API path (v2 version header); asserts 200 and returns the JSON. */
+// biome-ignore lint/suspicious/noExplicitAny: API JSON
+export async function apiGet(vnfmUrl: string, path: string): Promise<any> {
+  const r = await fetch(`${vnfmUrl}${path}`, { headers: { version: '2.0.0' } });
+  assert.equal(r.status, 200, path);
+  return r.json();
+}
+
+/** POST to the simulated OpenStack's control API (`/_sim/<path>`); asserts success. */
+export async function simAdminPost(openstackUrl: string, path: string, body: unknown = {}): Promise<void> {
+  const r = await fetch(`${openstackUrl}/_sim/${path}`, { method: 'POST', headers: SIM_ADMIN, body: JSON.stringify(body) });
+  assert.ok(r.status < 300, `/_sim/${path}: ${r.status} ${await r.text()}`);
+}
