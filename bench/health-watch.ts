@@ -19,10 +19,14 @@
  *    `--idle-sizes`: one VNF instantiated for real, the others copies of its database row whose
  *    VNFCs point at stand-alone servers created in the sim. VIM requests per minute (the
  *    `vnfm_health_watch_requests_total` metric) and the process's CPU (`process.cpuUsage` delta;
- *    the sims and the embedded database run in the same process, the bench itself only waits).
+ *    the sims and the embedded database run in the same process, the bench itself only waits), and
+ *    the same for `--baseline-seconds` with the health monitor stopped: the difference is the
+ *    watch's own CPU. OpenStack faults wait a random part of a poll period before they are injected
+ *    (a healthy row is seen just after a poll, so faults would otherwise all land a period before
+ *    the next one).
  *
  *   npx tsx bench/health-watch.ts [--faults 20] [--heals 5] [--period-ms 1000] [--unhealthy-for-ms 500]
- *     [--window-ms 200] [--idle-sizes 100,1000] [--idle-seconds 60] [--idle-period-ms 5000] [--skip-idle]
+ *     [--window-ms 200] [--idle-sizes 100,1000] [--idle-seconds 60] [--idle-period-ms 5000] [--baseline-seconds 30] [--skip-idle]
  *
  * Prints one JSON document; the numbers depend on the machine's load, which is included.
  */
@@ -53,6 +57,7 @@ const WINDOW_MS = Number(arg('window-ms', '200'));
 const IDLE_SIZES = arg('idle-sizes', '100,1000').split(',').map(Number);
 const IDLE_SECONDS = Number(arg('idle-seconds', '60'));
 const IDLE_PERIOD_MS = Number(arg('idle-period-ms', '5000'));
+const BASELINE_SECONDS = Number(arg('baseline-seconds', '30'));
 const SKIP_IDLE = argv.includes('--skip-idle');
 const POLL_MS = 20;
 const KUBELET_MS = 20;
@@ -101,7 +106,7 @@ async function startEnv(flags: Record<string, unknown>): Promise<Env> {
       ...flags,
     } as never,
   });
-  const vnfm = await startVnfm(config, { store, logger: createLogger('warn') });
+  const vnfm = await startVnfm(config, { store, logger: createLogger('warn', process.stderr) });
   const { call, waitDone } = apiClient(vnfm.url);
   return { vnfm, store, call, waitDone };
 }
@@ -154,11 +159,13 @@ interface Detection {
  * `n` faults, one at a time over the VNFCs `targets` (resource ids), each detected then recovered
  * and seen healthy again.
  */
-async function detect(env: Env, id: string, targets: string[], n: number, fault: (r: string) => Promise<void>, recover: (r: string) => Promise<void>): Promise<Detection> {
+async function detect(env: Env, id: string, targets: string[], n: number, jitterMs: number, fault: (r: string) => Promise<void>, recover: (r: string) => Promise<void>): Promise<Detection> {
   const out: Detection = { observed: [], written: [], seen: [] };
   for (const r of targets) await untilRow(env, id, 'healthy at start', rowWith(r, 'healthy'));
   for (let i = 0; i < n; i++) {
     const r = targets[i % targets.length] as string;
+    // a healthy row is seen just after a poll: a random delay spreads the faults over the poll period
+    if (jitterMs > 0) await sleep(Math.random() * jitterMs);
     const t0 = Date.now();
     await fault(r);
     const { row, seenAt } = await untilRow(env, id, `${r} faulty`, rowWith(r, 'faulty'));
@@ -238,9 +245,9 @@ async function activePhases(): Promise<Record<string, unknown>> {
     const cnfHeal = await instantiate(env, cnfVnfd, 'bench-health-cnf-heal', true, { namespace: 'bench-heal' });
 
     const vmServers = (await vnfcs(env, vmWatch)).map((v) => v.resourceId);
-    const osDetect = await detect(env, vmWatch, vmServers, FAULTS, (s) => osCtl(`servers/${s}/fail`), (s) => osCtl(`servers/${s}/recover`));
+    const osDetect = await detect(env, vmWatch, vmServers, FAULTS, PERIOD_MS, (s) => osCtl(`servers/${s}/fail`), (s) => osCtl(`servers/${s}/recover`));
     const pods = (await vnfcs(env, cnfWatch)).filter((v) => v.vduId === 'VDU3').map((v) => v.resourceId);
-    const k8sDetect = await detect(env, cnfWatch, pods, FAULTS, (p) => kCtl(`pods/bench-watch/${p}/unready`), (p) => kCtl(`pods/bench-watch/${p}/ready`));
+    const k8sDetect = await detect(env, cnfWatch, pods, FAULTS, 0, (p) => kCtl(`pods/bench-watch/${p}/unready`), (p) => kCtl(`pods/bench-watch/${p}/ready`));
     const osHeal = await healRounds(env, vmHeal, undefined, HEALS, (s) => osCtl(`servers/${s}/fail`));
     const k8sHeal = await healRounds(env, cnfHeal, 'VDU3', HEALS, (p) => kCtl(`pods/bench-heal/${p}/unready`));
     return {
@@ -288,7 +295,9 @@ async function requestsCounted(env: Env): Promise<number> {
 /** Phase 3: idle watching of N VNFs on one VIM project. */
 async function idlePhase(): Promise<Record<string, unknown>[]> {
   const os = await startOpenStackSim({ heatDelayMs: 0 });
-  const env = await startEnv({ vnfcHealth: { enabled: true, periodMs: IDLE_PERIOD_MS } });
+  const env = await startEnv({ vnfcHealth: { enabled: true, periodMs: IDLE_PERIOD_MS }, runner: { pollMs: 500, leaseMs: 30_000, concurrency: 8, workerId: 'bench' } });
+  const monitor = env.vnfm.ctx.health?.monitor;
+  if (!monitor) throw new Error('no VNFC health model');
   const out: Record<string, unknown>[] = [];
   try {
     await registerOpenStack(env.call, os);
@@ -309,22 +318,22 @@ async function idlePhase(): Promise<Record<string, unknown>[]> {
         await sleep(500);
       }
       await sleep(IDLE_PERIOD_MS);
-      const r0 = await requestsCounted(env);
-      const c0 = process.cpuUsage();
-      const w0 = performance.now();
-      await sleep(IDLE_SECONDS * 1000);
-      const wall = performance.now() - w0;
-      const cpu = process.cpuUsage(c0);
-      const reqs = (await requestsCounted(env)) - r0;
+      const watched = await idleWindow(env, IDLE_SECONDS);
+      const vnfcCounts = await counts(env);
+      // the same VNFM with its health monitor stopped: what the rest of an idle VNFM costs
+      await monitor.stop();
+      const baseline = BASELINE_SECONDS > 0 ? await idleWindow(env, BASELINE_SECONDS) : undefined;
+      await monitor.start();
+      const cpuPct = (w: IdleWindow) => Math.round((w.cpuMs / w.wallMs) * 1000) / 10;
       out.push({
         vnfs: have,
-        vnfcs: await counts(env),
-        seconds: Math.round(wall / 100) / 10,
+        vnfcs: vnfcCounts,
         periodMs: IDLE_PERIOD_MS,
-        vimRequests: reqs,
-        vimRequestsPerMin: Math.round((reqs / wall) * 60_000 * 10) / 10,
-        cpuPercent: Math.round(((cpu.user + cpu.system) / 1000 / wall) * 1000) / 10,
-        cpuMsPerPeriod: Math.round(((cpu.user + cpu.system) / 1000 / wall) * IDLE_PERIOD_MS),
+        seconds: Math.round(watched.wallMs / 100) / 10,
+        vimRequests: watched.requests,
+        vimRequestsPerMin: Math.round((watched.requests / watched.wallMs) * 60_000 * 10) / 10,
+        cpuPercent: cpuPct(watched),
+        ...(baseline ? { baselineSeconds: Math.round(baseline.wallMs / 100) / 10, baselineCpuPercent: cpuPct(baseline), watchCpuMsPerPeriod: Math.round((watched.cpuMs / watched.wallMs - baseline.cpuMs / baseline.wallMs) * IDLE_PERIOD_MS) } : {}),
         rssMb: Math.round(process.memoryUsage().rss / 2 ** 20),
         loadavg: la(),
       });
@@ -337,6 +346,23 @@ async function idlePhase(): Promise<Record<string, unknown>[]> {
   }
 }
 
+interface IdleWindow {
+  wallMs: number;
+  cpuMs: number;
+  requests: number;
+}
+
+/** Waits `seconds`, counting the health watch's VIM requests and the process's CPU meanwhile. */
+async function idleWindow(env: Env, seconds: number): Promise<IdleWindow> {
+  const r0 = await requestsCounted(env);
+  const c0 = process.cpuUsage();
+  const w0 = performance.now();
+  await sleep(seconds * 1000);
+  const wallMs = performance.now() - w0;
+  const cpu = process.cpuUsage(c0);
+  return { wallMs, cpuMs: (cpu.user + cpu.system) / 1000, requests: (await requestsCounted(env)) - r0 };
+}
+
 async function counts(env: Env): Promise<Record<string, number>> {
   const h = env.vnfm.ctx.health;
   if (!h) throw new Error('no VNFC health model');
@@ -346,4 +372,4 @@ async function counts(env: Env): Promise<Record<string, number>> {
 const load0 = la();
 const active = await activePhases();
 const idle = SKIP_IDLE ? [] : await idlePhase();
-console.log(JSON.stringify({ bench: 'health-watch', ...active, idle, loadavg: { before: load0, after: la() }, cpus: cpus().length }, null, 1));
+console.log(JSON.stringify({ bench: 'health-watch', ...active, idle, loadavg: { before: load0, after: la() }, cpus: cpus().length }));
