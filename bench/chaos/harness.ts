@@ -31,6 +31,11 @@ const ENDED = [...FINAL, 'FAILED_TEMP'];
 export interface ChaosOptions {
   /** Length of the chaos phase. @default 10 min */
   durationMs?: number;
+  /**
+   * The chaos phase goes on past `durationMs` until the drivers had this many LCM requests
+   * accepted (a loaded machine restarts killed replicas slowly), for at most 3 more durations. @default 0
+   */
+  minAccepted?: number;
   /** VNFM processes (PostgreSQL; PGlite always runs one). @default 3 */
   replicas?: number;
   /** @default 'pg' */
@@ -533,11 +538,15 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     const requested: Requested[] = [];
     let running = true;
     const chaosEnd = Date.now() + durationMs;
+    const hardEnd = chaosEnd + 3 * durationMs;
+    const minAccepted = opts.minAccepted ?? 0;
+    /** Whether the chaos phase goes on: its duration, or longer until `minAccepted` requests were accepted. */
+    const chaosOn = (): boolean => Date.now() < chaosEnd || (requested.length < minAccepted && Date.now() < hardEnd);
     const tasks: Promise<void>[] = [];
 
     const vnfcCount = (inst: Json): number => (inst.instantiatedVnfInfo?.vnfcInfo ?? []).length;
     const driver = async (me: Instance): Promise<void> => {
-      while (running && Date.now() < chaosEnd) {
+      while (running && chaosOn()) {
         await sleep(R.int(thinkMs[0], thinkMs[1]));
         let inst: Json;
         try {
@@ -651,9 +660,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     // the restart of a killed replica runs on its own while the next kill may already hit another.
     const restarts: Promise<void>[] = [];
     const killer = async (): Promise<void> => {
-      while (running && Date.now() < chaosEnd) {
+      while (running && chaosOn()) {
         await sleep(R.int(killEvery[0], killEvery[1]));
-        if (!running || Date.now() >= chaosEnd) break;
+        if (!running || !chaosOn()) break;
         const up = replicas.filter((x) => x.child?.alive() && !x.restarting);
         if (up.length === 0) continue;
         const r = R.pick(up);
@@ -694,9 +703,9 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     };
 
     const vimFaults = async (): Promise<void> => {
-      while (running && Date.now() < chaosEnd) {
+      while (running && chaosOn()) {
         await sleep(R.int(8000, 25_000));
-        if (!running || Date.now() >= chaosEnd) break;
+        if (!running || !chaosOn()) break;
         const which = R.weighted<string>([['os-break', 3], ['os-latency', 2], ['k8s-break', 3], ['k8s-latency', 2]]);
         try {
           if (which === 'os-break') {
@@ -744,7 +753,7 @@ export async function runChaos(opts: ChaosOptions = {}): Promise<ChaosReport> {
     };
 
     const progress = async (): Promise<void> => {
-      while (running && Date.now() < chaosEnd) {
+      while (running && chaosOn()) {
         await sleep(30_000);
         say(`${requested.length} ops accepted, ${report.kills} kills, ${report.faultInjections} faults, ${received.length} notifications received`);
       }
